@@ -1,0 +1,212 @@
+//! What the suite asks a child process to measure, and what the child answers.
+//!
+//! Both travel as JSON: the spec as the argument of the hidden `__child`
+//! subcommand, the outcome as one line on the child's stdout prefixed with
+//! [`RESULT_MARKER`], so that nothing else a runtime prints can be mistaken
+//! for it.
+
+use serde::{Deserialize, Serialize};
+
+/// Prefix of the one stdout line that carries a child's [`Outcome`].
+pub const RESULT_MARKER: &str = "FAIRLANE_BENCH_RESULT ";
+
+/// A workload of the suite (design notes §4, plus the micro measurements).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Workload {
+    /// Rings of 5 tasks passing one token: one park and one unpark per operation.
+    Cycle,
+    /// Tasks looping on `yield_now`.
+    Yield,
+    /// Tasks posting and waiting on random counting semaphores, wakes from anywhere.
+    Churn,
+    /// Tasks dirtying their own data, then displacing each other from random seats.
+    Locality,
+    /// Fairness: a leader busy-waits until every other (yielding) task acknowledged.
+    Transfer,
+    /// Transfer where the others park and the leader wakes them.
+    TransferPark,
+    /// ns per spawn-and-join of an empty task, and bytes per parked task.
+    Spawn,
+    /// Latency of waking a task on an idle runtime from an outside thread.
+    Wake,
+    /// CPU time burnt per second by a runtime whose 10,000 tasks all wait.
+    Idle,
+    /// Test hook: a child that never answers (checks the deadline kill).
+    #[value(hide = true)]
+    Hang,
+}
+
+impl Workload {
+    /// Every workload of the suite, in table order.
+    pub const ALL: [Workload; 9] = [
+        Workload::Cycle,
+        Workload::Yield,
+        Workload::Churn,
+        Workload::Locality,
+        Workload::Transfer,
+        Workload::TransferPark,
+        Workload::Spawn,
+        Workload::Wake,
+        Workload::Idle,
+    ];
+
+    /// The name used on the command line, in tables and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Workload::Cycle => "cycle",
+            Workload::Yield => "yield",
+            Workload::Churn => "churn",
+            Workload::Locality => "locality",
+            Workload::Transfer => "transfer",
+            Workload::TransferPark => "transfer-park",
+            Workload::Spawn => "spawn",
+            Workload::Wake => "wake",
+            Workload::Idle => "idle",
+            Workload::Hang => "hang",
+        }
+    }
+
+    /// Whether the workload is run at both load levels (tasks per processor).
+    pub fn uses_load(self) -> bool {
+        matches!(
+            self,
+            Workload::Cycle
+                | Workload::Yield
+                | Workload::Churn
+                | Workload::Locality
+                | Workload::Transfer
+                | Workload::TransferPark
+        )
+    }
+
+    /// Fewest processors the workload makes sense on.
+    pub fn min_processors(self) -> usize {
+        match self {
+            Workload::Transfer | Workload::TransferPark => 2,
+            _ => 1,
+        }
+    }
+
+    /// Whether the workload can starve (and so has a watchdog threshold).
+    pub fn can_starve(self) -> bool {
+        matches!(self, Workload::Transfer | Workload::TransferPark)
+    }
+}
+
+/// A runtime under test.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum RuntimeKind {
+    /// fairlane (this project).
+    Fairlane,
+    /// tokio's multi-thread runtime with `worker_threads = processors`.
+    Tokio,
+    /// One `async_executor::Executor` run on `processors` threads.
+    AsyncExecutor,
+    /// Not a runtime: two std threads parking and unparking each other, the
+    /// physical floor of the wake latency (only runs the wake workload).
+    #[value(hide = true)]
+    ThreadFloor,
+}
+
+impl RuntimeKind {
+    /// The runtimes compared by default, fairlane first.
+    pub const ALL: [RuntimeKind; 3] = [
+        RuntimeKind::Fairlane,
+        RuntimeKind::Tokio,
+        RuntimeKind::AsyncExecutor,
+    ];
+
+    /// The name used on the command line, in tables and in JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Fairlane => "fairlane",
+            RuntimeKind::Tokio => "tokio",
+            RuntimeKind::AsyncExecutor => "async-executor",
+            RuntimeKind::ThreadFloor => "thread-floor",
+        }
+    }
+}
+
+/// One measurement, as handed to a child process.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ChildSpec {
+    pub workload: Workload,
+    pub runtime: RuntimeKind,
+    pub processors: usize,
+    /// Total tasks (not per processor).
+    pub tasks: usize,
+    /// Time the workload runs before the measurement window opens.
+    pub warmup_ms: u64,
+    /// Length of the measurement window.
+    pub duration_ms: u64,
+    /// A task that waits longer than this for its turn means "starved".
+    pub starve_threshold_ms: u64,
+    /// Seed of the tasks' random choices.
+    pub seed: u64,
+}
+
+/// How a measurement ended.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// Measured.
+    #[default]
+    Ok,
+    /// Some task waited longer than the threshold (transfer workloads).
+    Starved,
+    /// The child missed its deadline and was killed.
+    Timeout,
+    /// The child died (panic, signal) or answered nonsense.
+    Crashed,
+}
+
+impl Status {
+    /// The word shown in tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Ok => "ok",
+            Status::Starved => "starved",
+            Status::Timeout => "timeout",
+            Status::Crashed => "crashed",
+        }
+    }
+}
+
+/// One number a measurement produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    /// What was measured, e.g. `ns/op`, `wake p99`.
+    pub name: String,
+    pub value: f64,
+    /// Unit of `value`, e.g. `ns`, `us`, `%`, `B`.
+    pub unit: String,
+}
+
+impl Metric {
+    pub fn new(name: &str, value: f64, unit: &str) -> Self {
+        Metric {
+            name: name.to_string(),
+            value,
+            unit: unit.to_string(),
+        }
+    }
+}
+
+/// What a child reports.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Outcome {
+    pub status: Status,
+    pub metrics: Vec<Metric>,
+    /// Human-readable detail (why it starved, what crashed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    /// Wake latency distribution: (percentile 0..=100, ns).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub latency_percentiles: Vec<(f64, u64)>,
+}

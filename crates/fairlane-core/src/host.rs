@@ -1,0 +1,43 @@
+//! What the core needs from its host: time, identity, and a way to block.
+
+/// The services a host (the std runtime, or a library OS) plugs into the
+/// scheduler core. The core knows nothing of threads, clocks or system calls;
+/// everything it needs from them goes through these four methods.
+///
+/// # Contract
+/// - [`now`](Host::now) is monotonic per thread and cheap; its unit is the
+///   host's own (TSC ticks, nanoseconds). Ages are compared as ratios, so the
+///   unit does not matter, but a clock that stands still disables helping.
+/// - [`current_processor`](Host::current_processor) returns `Some(p)` exactly
+///   on the thread that is running [`Cluster::run_processor(p)`]
+///   (crate::Cluster::run_processor) for *this* cluster.
+/// - [`park`](Host::park) / [`unpark`](Host::unpark) have token semantics, as
+///   `std::thread::park` does: an `unpark` that comes before the `park` makes
+///   that `park` return at once. `park` may return spuriously; the core
+///   re-checks its own state. Only the processor's own thread calls `park(p)`.
+///
+/// # Example
+/// A host for a single-threaded test, with a counter for a clock:
+/// ```
+/// use core::sync::atomic::{AtomicU64, Ordering};
+/// struct CountingHost(AtomicU64);
+/// impl fairlane_core::Host for CountingHost {
+///     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+///     fn current_processor(&self) -> Option<usize> { None }
+///     fn park(&self, _processor: usize) {}
+///     fn unpark(&self, _processor: usize) {}
+/// }
+/// let host = CountingHost(AtomicU64::new(0));
+/// assert!(fairlane_core::Host::now(&host) < fairlane_core::Host::now(&host));
+/// ```
+pub trait Host: Send + Sync + 'static {
+    /// A monotonic timestamp.
+    fn now(&self) -> u64;
+    /// The processor of this cluster the calling thread runs, if any.
+    fn current_processor(&self) -> Option<usize>;
+    /// Blocks processor `processor`'s thread until [`unpark`](Host::unpark)
+    /// (or spuriously).
+    fn park(&self, processor: usize);
+    /// Wakes processor `processor`'s thread, or makes its next `park` return.
+    fn unpark(&self, processor: usize);
+}

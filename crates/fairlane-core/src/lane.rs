@@ -1,0 +1,144 @@
+//! A lane: one timestamped FIFO of the ready queue, and the side-array entry
+//! that lets other processors judge its age without touching it.
+//!
+//! See `queue.md` beside this file for the protocol the lanes take part in.
+//!
+//! Invariants:
+//! - every element carries the timestamp of its push;
+//! - `LaneInfo::head` equals the timestamp of the lane's first element, or
+//!   [`EMPTY`] when the lane is empty. It is written only while the lane's lock
+//!   is held, right after the change that made it so, so its modification
+//!   order follows the lane's own history;
+//! - `LaneInfo::avg_wait` is a moving average (weight 1/8) of the waits of
+//!   popped elements. It is a heuristic: stale values cost fairness precision,
+//!   never correctness.
+
+use alloc::collections::VecDeque;
+
+use crate::sync::{AtomicU64, Ordering, SpinLock};
+
+/// Head timestamp of an empty lane ("infinitely young").
+pub(crate) const EMPTY: u64 = u64::MAX;
+
+/// The elements of one lane, behind a try-lock.
+pub(crate) struct Lane<T> {
+    items: SpinLock<VecDeque<(T, u64)>>,
+}
+
+/// What the rest of the cluster may read about a lane without locking it.
+/// Kept in its own cache-padded array so that reading it never contends with
+/// the lane's lock word.
+pub(crate) struct LaneInfo {
+    head: AtomicU64,
+    avg_wait: AtomicU64,
+}
+
+impl LaneInfo {
+    pub(crate) fn new() -> Self {
+        Self {
+            head: AtomicU64::new(EMPTY),
+            avg_wait: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the lane looked non-empty at the last change visible to this
+    /// thread. Relaxed: it is a hint, except after the idle protocol's
+    /// `fence(SeqCst)`, which is what makes the final scan's read reliable
+    /// (see `idle.md`).
+    #[inline]
+    pub(crate) fn looks_nonempty(&self) -> bool {
+        self.head.load(Ordering::Relaxed) != EMPTY
+    }
+
+    /// The lane's age at `now`: the head's wait blended with the moving
+    /// average of recent waits; 0 for an empty lane.
+    #[inline]
+    pub(crate) fn age(&self, now: u64) -> u64 {
+        let head = self.head.load(Ordering::Relaxed);
+        if head == EMPTY {
+            return 0;
+        }
+        let waited = now.saturating_sub(head);
+        let avg = self.avg_wait.load(Ordering::Relaxed);
+        waited / 2 + avg / 2
+    }
+}
+
+impl<T> Lane<T> {
+    pub(crate) fn new() -> Self {
+        Self {
+            items: SpinLock::new(VecDeque::new()),
+        }
+    }
+
+    /// Removes the oldest element. With `wait`, spins for the lock; without,
+    /// reports a busy lane as empty.
+    #[inline]
+    pub(crate) fn pop(&self, info: &LaneInfo, now: u64, wait: bool) -> Option<T> {
+        let mut guard = if wait {
+            self.items.lock()
+        } else {
+            self.items.try_lock()?
+        };
+        guard.with(|q| {
+            let (item, ts) = q.pop_front()?;
+            info.head
+                .store(q.front().map_or(EMPTY, |e| e.1), Ordering::Relaxed);
+            let waited = now.saturating_sub(ts);
+            let avg = info.avg_wait.load(Ordering::Relaxed);
+            info.avg_wait
+                .store(avg - avg / 8 + waited / 8, Ordering::Relaxed);
+            Some(item)
+        })
+    }
+
+    /// Removes every element (shutdown and draining).
+    pub(crate) fn take_all(&self, info: &LaneInfo) -> VecDeque<(T, u64)> {
+        let mut guard = self.items.lock();
+        guard.with(|q| {
+            info.head.store(EMPTY, Ordering::Relaxed);
+            core::mem::take(q)
+        })
+    }
+
+    /// Appends `item` stamped `ts` if `open()` holds, checked under the lock
+    /// so that a push and the ready queue's closing cannot interleave. With
+    /// `wait`, spins for the lock; without, hands the item back if the lane
+    /// is busy.
+    #[inline]
+    pub(crate) fn push(
+        &self,
+        info: &LaneInfo,
+        item: T,
+        ts: u64,
+        wait: bool,
+        open: impl FnOnce() -> bool,
+    ) -> PushOutcome<T> {
+        let guard = if wait {
+            Some(self.items.lock())
+        } else {
+            self.items.try_lock()
+        };
+        let Some(mut guard) = guard else {
+            return PushOutcome::Busy(item);
+        };
+        if !open() {
+            drop(guard);
+            return PushOutcome::Closed(item);
+        }
+        guard.with(|q| {
+            if q.is_empty() {
+                info.head.store(ts, Ordering::Relaxed);
+            }
+            q.push_back((item, ts));
+        });
+        PushOutcome::Pushed
+    }
+}
+
+/// Result of [`Lane::push`].
+pub(crate) enum PushOutcome<T> {
+    Pushed,
+    Busy(T),
+    Closed(T),
+}

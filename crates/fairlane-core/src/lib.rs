@@ -1,0 +1,177 @@
+//! The scheduler core of fairlane: a ready queue of timestamped lanes with
+//! age-based helping, race-free idle sleep, and tasks, for `no_std` + `alloc`.
+//!
+//! The core knows nothing of threads, clocks or system calls. A host — the
+//! `fairlane` crate on std, or a library OS — implements [`Host`] (time,
+//! parking, which processor the calling thread is) and calls
+//! [`Cluster::run_processor`] once per processor thread.
+//!
+//! The protocols are explained beside their code: `queue.md` (lanes, push,
+//! pop, helping, stealing), `idle.md` (idle sleep), `task.md` (task states).
+//!
+//! # Example
+//! A library OS runs a cluster on its own threads; here, one processor on a
+//! host with a counter for a clock and a spin for parking:
+//! ```
+//! use core::sync::atomic::{AtomicU64, Ordering};
+//! use fairlane_core::{Cluster, Config, Host};
+//!
+//! struct MyHost(AtomicU64);
+//! impl Host for MyHost {
+//!     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+//!     fn current_processor(&self) -> Option<usize> { None }
+//!     fn park(&self, _: usize) { std::thread::yield_now() }
+//!     fn unpark(&self, _: usize) {}
+//! }
+//!
+//! let cluster = Cluster::new(Config::new(1), MyHost(AtomicU64::new(0))).unwrap();
+//! let handle = cluster.spawn(async { 6 * 7 });
+//! let c = cluster.clone();
+//! let processor = std::thread::spawn(move || c.run_processor(0));
+//! while !handle.is_finished() { std::thread::yield_now(); }
+//! cluster.shutdown();
+//! processor.join().unwrap();
+//! assert_eq!(futures_lite_block_on(handle), Some(42));
+//! # fn futures_lite_block_on<F: core::future::Future>(f: F) -> F::Output {
+//! #     let waker = std::task::Waker::noop();
+//! #     let mut cx = std::task::Context::from_waker(&waker);
+//! #     let mut f = core::pin::pin!(f);
+//! #     loop { if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) { return v } }
+//! # }
+//! ```
+#![no_std]
+#![warn(missing_docs)]
+
+extern crate alloc;
+
+mod host;
+mod idle;
+mod lane;
+mod queue;
+mod scheduler;
+mod sync;
+mod task;
+
+use core::fmt;
+
+pub use host::Host;
+pub use scheduler::Scheduler;
+pub use task::{AbortHandle, Cluster, TaskHandle, TaskMeta};
+
+/// The scheduler's tunables. Start from [`Config::new`].
+///
+/// # Example
+/// ```
+/// let mut config = fairlane_core::Config::new(4);
+/// config.lanes_per_processor = 3;
+/// assert!(config.validate().is_ok());
+/// config.processors = 0;
+/// assert!(config.validate().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Config {
+    /// Processors of the cluster (at least 1).
+    pub processors: usize,
+    /// Lanes each processor owns (at least 1; default 2).
+    pub lanes_per_processor: usize,
+    /// A help target is drawn every `help_period` pops and checked on the
+    /// next one; 0 disables helping.
+    pub help_period: u32,
+    /// Help when `log2(target age) > log2(own age) + help_factor_log2`.
+    pub help_factor_log2: u32,
+    /// Random single-lane try-pops on other processors before a full scan.
+    pub steal_attempts: usize,
+    /// Rounds of a short spin (64 pause hints each) before idle sleep.
+    pub spin_rounds: u32,
+}
+
+/// Most processors a cluster may have.
+pub const MAX_PROCESSORS: usize = 4096;
+
+impl Config {
+    /// The defaults for `processors` processors.
+    pub fn new(processors: usize) -> Self {
+        Self {
+            processors,
+            lanes_per_processor: 2,
+            help_period: 2,
+            help_factor_log2: 3,
+            steal_attempts: 4,
+            spin_rounds: 4,
+        }
+    }
+
+    /// Checks every setting.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.processors == 0 {
+            return Err(ConfigError::ZeroProcessors);
+        }
+        if self.processors > MAX_PROCESSORS {
+            return Err(ConfigError::TooManyProcessors(self.processors));
+        }
+        if self.lanes_per_processor == 0 {
+            return Err(ConfigError::ZeroLanes);
+        }
+        if self.help_factor_log2 > 63 {
+            return Err(ConfigError::HelpFactorTooLarge(self.help_factor_log2));
+        }
+        Ok(())
+    }
+}
+
+/// A [`Config`] setting that cannot work.
+///
+/// # Example
+/// ```
+/// let err = fairlane_core::Config::new(0).validate().unwrap_err();
+/// assert!(err.to_string().contains("processors"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// `processors` was 0.
+    ZeroProcessors,
+    /// `processors` exceeded [`MAX_PROCESSORS`].
+    TooManyProcessors(usize),
+    /// `lanes_per_processor` was 0.
+    ZeroLanes,
+    /// `help_factor_log2` was above 63.
+    HelpFactorTooLarge(u32),
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::ZeroProcessors => f.write_str("processors must be at least 1 (got 0)"),
+            Self::TooManyProcessors(n) => {
+                write!(f, "processors must be at most {MAX_PROCESSORS} (got {n})")
+            }
+            Self::ZeroLanes => f.write_str("lanes_per_processor must be at least 1 (got 0)"),
+            Self::HelpFactorTooLarge(n) => {
+                write!(f, "help_factor_log2 must be at most 63 (got {n})")
+            }
+        }
+    }
+}
+
+impl core::error::Error for ConfigError {}
+
+/// What a processor counted about itself. Counters are written only by their
+/// processor and read without synchronisation: a snapshot, not a transaction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ProcessorCounters {
+    /// Rounds of the scheduling loop (one per pop attempt, idle time excluded).
+    pub iterations: u64,
+    /// Tasks polled.
+    pub polls: u64,
+    /// Times the processor went to sleep.
+    pub parks: u64,
+    /// Times it came back from sleep.
+    pub wakeups: u64,
+    /// Tasks taken from another processor's lane by the age rule.
+    pub helps: u64,
+    /// Tasks taken from another processor's lane for want of local work.
+    pub steals: u64,
+}

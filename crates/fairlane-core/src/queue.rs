@@ -1,0 +1,318 @@
+//! The ready queue: every processor's lanes, the push rule, and the pop
+//! paths (own lanes, age-based helping, stealing, the final scan).
+//!
+//! The protocol, its invariants and why no task is lost are described in
+//! `queue.md` beside this file.
+
+use alloc::boxed::Box;
+use alloc::vec::Vec;
+
+use crossbeam_utils::CachePadded;
+
+use crate::lane::{Lane, LaneInfo, PushOutcome};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::Config;
+
+/// Where a popped task came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Source {
+    /// One of the processor's own lanes.
+    Own,
+    /// Another processor's lane that the age rule judged much older.
+    Help,
+    /// Another processor's lane, taken because this one had no work.
+    Steal,
+}
+
+/// Per-processor state that only the owning processor writes. Relaxed
+/// loads and stores (never read-modify-writes) keep it as cheap as plain
+/// fields while letting other threads read the counters.
+pub(crate) struct Local {
+    push_cursor: AtomicUsize,
+    pop_cursor: AtomicUsize,
+    pops: AtomicUsize,
+    rng: AtomicU64,
+    /// Lane index chosen as the next help target, or `NO_TARGET`.
+    help_target: AtomicUsize,
+    /// The clock as read at the top of the current scheduling iteration;
+    /// pushes made by this processor stamp their tasks with it.
+    pub(crate) now: AtomicU64,
+    pub(crate) counters: Counters,
+}
+
+/// Counters each processor keeps about itself.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) iterations: AtomicU64,
+    pub(crate) polls: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) helps: AtomicU64,
+    pub(crate) steals: AtomicU64,
+}
+
+/// Adds one to an owner-written counter without a read-modify-write.
+#[inline]
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.store(
+        counter.load(Ordering::Relaxed).wrapping_add(1),
+        Ordering::Relaxed,
+    );
+}
+
+const NO_TARGET: usize = usize::MAX;
+
+impl Local {
+    fn new(seed: u64) -> Self {
+        Self {
+            push_cursor: AtomicUsize::new(0),
+            pop_cursor: AtomicUsize::new(0),
+            pops: AtomicUsize::new(0),
+            rng: AtomicU64::new(seed | 1),
+            help_target: AtomicUsize::new(NO_TARGET),
+            now: AtomicU64::new(0),
+            counters: Counters::default(),
+        }
+    }
+
+    /// xorshift64*: the owner's private random numbers.
+    #[inline]
+    fn random(&self) -> u64 {
+        let mut x = self.rng.load(Ordering::Relaxed);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.store(x, Ordering::Relaxed);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Post-increments an owner-only cursor.
+    #[inline]
+    fn next(cursor: &AtomicUsize) -> usize {
+        let c = cursor.load(Ordering::Relaxed);
+        cursor.store(c.wrapping_add(1), Ordering::Relaxed);
+        c
+    }
+}
+
+/// The cluster's ready queue: `processors × lanes_per_processor` lanes.
+pub(crate) struct ReadyQueue<T> {
+    lanes: Box<[CachePadded<Lane<T>>]>,
+    info: Box<[CachePadded<LaneInfo>]>,
+    pub(crate) local: Box<[CachePadded<Local>]>,
+    lanes_per_processor: usize,
+    help_period: usize,
+    help_factor_log2: u32,
+    steal_attempts: usize,
+    /// Set once, at shutdown; checked under a lane's lock by every push.
+    closed: CachePadded<AtomicBool>,
+    /// Spreads pushes from outside threads that have no preferred processor.
+    outside: CachePadded<AtomicUsize>,
+}
+
+impl<T> ReadyQueue<T> {
+    pub(crate) fn new(config: &Config) -> Self {
+        let n = config.processors * config.lanes_per_processor;
+        Self {
+            lanes: (0..n).map(|_| CachePadded::new(Lane::new())).collect(),
+            info: (0..n).map(|_| CachePadded::new(LaneInfo::new())).collect(),
+            local: (0..config.processors)
+                .map(|p| {
+                    CachePadded::new(Local::new(
+                        0x9e37_79b9_7f4a_7c15u64.wrapping_mul(p as u64 + 1),
+                    ))
+                })
+                .collect(),
+            lanes_per_processor: config.lanes_per_processor,
+            help_period: config.help_period as usize,
+            help_factor_log2: config.help_factor_log2,
+            steal_attempts: config.steal_attempts,
+            closed: CachePadded::new(AtomicBool::new(false)),
+            outside: CachePadded::new(AtomicUsize::new(0)),
+        }
+    }
+
+    pub(crate) fn processors(&self) -> usize {
+        self.local.len()
+    }
+
+    fn lane_count(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// Pushes on behalf of processor `p` onto its own lanes, alternating
+    /// between them, try-locking and moving on when one is busy; if all are
+    /// busy it waits for the one whose turn it was. Stamped with the
+    /// processor's iteration clock. Gives the item back once the queue is
+    /// closed.
+    #[inline]
+    pub(crate) fn push_local(&self, p: usize, item: T) -> Result<(), T> {
+        let local = &self.local[p];
+        let start = Local::next(&local.push_cursor);
+        let ts = local.now.load(Ordering::Relaxed);
+        self.push_to(p, start, item, ts)
+    }
+
+    /// Pushes from a thread that is not one of this queue's processors: to a
+    /// lane of `preferred` (the processor that last ran the task), else to a
+    /// processor chosen round-robin.
+    pub(crate) fn push_remote(&self, preferred: Option<usize>, item: T, now: u64) -> Result<(), T> {
+        let p = match preferred {
+            Some(p) if p < self.processors() => p,
+            _ => self.outside.fetch_add(1, Ordering::Relaxed) % self.processors(),
+        };
+        // The timestamp's low bits are as good a lane choice as any.
+        self.push_to(p, (now >> 4) as usize, item, now)
+    }
+
+    #[inline]
+    fn push_to(&self, p: usize, start: usize, mut item: T, ts: u64) -> Result<(), T> {
+        let lpp = self.lanes_per_processor;
+        let base = p * lpp;
+        let open = || !self.closed.load(Ordering::Relaxed);
+        for i in 0..=lpp {
+            let l = base + (start + i) % lpp;
+            // The last round waits for the lock of the lane whose turn it was.
+            match self.lanes[l].push(&self.info[l], item, ts, i == lpp, open) {
+                PushOutcome::Pushed => return Ok(()),
+                PushOutcome::Busy(back) => item = back,
+                PushOutcome::Closed(back) => return Err(back),
+            }
+        }
+        unreachable!("the last round of push_to waits for its lane")
+    }
+
+    /// The fast path: a pending help target much older than our own lanes,
+    /// else our own lanes round-robin. Every `help_period` pops a new help
+    /// target is drawn for the next pop.
+    #[inline]
+    pub(crate) fn pop(&self, p: usize, now: u64) -> Option<(T, Source)> {
+        let local = &self.local[p];
+        let lpp = self.lanes_per_processor;
+        let base = p * lpp;
+        let own = base + local.pop_cursor.load(Ordering::Relaxed) % lpp;
+
+        if self.help_period != 0 && self.processors() > 1 {
+            let target = local.help_target.load(Ordering::Relaxed);
+            if target != NO_TARGET {
+                local.help_target.store(NO_TARGET, Ordering::Relaxed);
+                if self.much_older(target, own, now) {
+                    if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
+                        return Some((item, Source::Help));
+                    }
+                }
+            }
+            if Local::next(&local.pops) % self.help_period == 0 {
+                local
+                    .help_target
+                    .store(self.random_foreign_lane(p), Ordering::Relaxed);
+            }
+        }
+
+        for _ in 0..lpp {
+            let l = base + Local::next(&local.pop_cursor) % lpp;
+            if self.info[l].looks_nonempty() {
+                if let Some(item) = self.lanes[l].pop(&self.info[l], now, false) {
+                    return Some((item, Source::Own));
+                }
+            }
+        }
+        None
+    }
+
+    /// The age rule: `log2(age(target)) > log2(age(own)) + factor`.
+    #[inline]
+    fn much_older(&self, target: usize, own: usize, now: u64) -> bool {
+        let log2 = |x: u64| 64 - x.leading_zeros();
+        let theirs = self.info[target].age(now);
+        theirs != 0 && log2(theirs) > log2(self.info[own].age(now)) + self.help_factor_log2
+    }
+
+    /// A uniformly random lane of another processor.
+    fn random_foreign_lane(&self, p: usize) -> usize {
+        let n = self.processors();
+        let r = self.local[p].random();
+        let other = (p + 1 + (r as usize) % (n - 1)) % n;
+        other * self.lanes_per_processor + ((r >> 32) as usize) % self.lanes_per_processor
+    }
+
+    /// The slow path: a few random single-lane try-pops on other processors,
+    /// then one pass over every lane from a random offset.
+    pub(crate) fn steal(&self, p: usize, now: u64) -> Option<(T, Source)> {
+        let n = self.lane_count();
+        let lpp = self.lanes_per_processor;
+        if self.processors() > 1 {
+            for _ in 0..self.steal_attempts {
+                let l = self.random_foreign_lane(p);
+                if self.info[l].looks_nonempty() {
+                    if let Some(item) = self.lanes[l].pop(&self.info[l], now, false) {
+                        return Some((item, Source::Steal));
+                    }
+                }
+            }
+        }
+        let start = self.local[p].random() as usize;
+        for i in 0..n {
+            let l = (start + i) % n;
+            if self.info[l].looks_nonempty() {
+                if let Some(item) = self.lanes[l].pop(&self.info[l], now, false) {
+                    let source = if l / lpp == p {
+                        Source::Own
+                    } else {
+                        Source::Steal
+                    };
+                    return Some((item, source));
+                }
+            }
+        }
+        None
+    }
+
+    /// The idle protocol's final scan: every lane whose head says non-empty is
+    /// locked (waiting, not trying) and popped. Called after `fence(SeqCst)`,
+    /// which makes the head reads reliable (see `idle.md`).
+    pub(crate) fn final_scan(&self, p: usize, now: u64) -> Option<(T, Source)> {
+        let n = self.lane_count();
+        let lpp = self.lanes_per_processor;
+        for i in 0..n {
+            let l = (p * lpp + i) % n;
+            if self.info[l].looks_nonempty() {
+                if let Some(item) = self.lanes[l].pop(&self.info[l], now, true) {
+                    let source = if l / lpp == p {
+                        Source::Own
+                    } else {
+                        Source::Steal
+                    };
+                    return Some((item, source));
+                }
+            }
+        }
+        None
+    }
+
+    /// Whether any lane looks non-empty.
+    pub(crate) fn any_visible(&self) -> bool {
+        self.info.iter().any(|i| i.looks_nonempty())
+    }
+
+    /// Closes the queue: later pushes hand their item back.
+    pub(crate) fn close(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Empties every lane. After [`close`](Self::close), whatever this
+    /// returns is all that will ever have been in the queue: a push that
+    /// takes a lane's lock after we did sees `closed` (the lock orders it
+    /// after our store) and hands its item back instead.
+    pub(crate) fn drain(&self) -> Vec<T> {
+        let mut out = Vec::new();
+        for (lane, info) in self.lanes.iter().zip(self.info.iter()) {
+            out.extend(lane.take_all(info).into_iter().map(|(item, _)| item));
+        }
+        out
+    }
+}

@@ -1,0 +1,324 @@
+//! Tasks: the cell (`async-task`), the scheduling metadata fairlane keeps in
+//! it, the registry of live tasks that shutdown cancels, and abort.
+//!
+//! Task states are `async-task`'s (scheduled, running, completed, closed);
+//! `task.md` beside this file explains how fairlane relies on them for "a
+//! task is queued at most once" and "a wake during a poll re-queues it once".
+
+use alloc::vec::Vec;
+use core::future::Future;
+use core::pin::Pin;
+use core::task::{Context, Poll, Waker};
+
+use async_task::{Builder, FallibleTask, Runnable};
+use crossbeam_utils::CachePadded;
+use slab::Slab;
+
+use crate::sync::{Arc, AtomicBool, AtomicU32, Ordering, SpinLock};
+use crate::{Config, ConfigError, Host, ProcessorCounters, Scheduler};
+
+const NO_PROCESSOR: u32 = u32::MAX;
+
+/// Scheduling metadata stored in every task's header.
+#[derive(Debug)]
+pub struct TaskMeta {
+    /// The processor that last polled the task: outside wakes go there.
+    preferred: AtomicU32,
+}
+
+impl TaskMeta {
+    fn preferred(&self) -> Option<usize> {
+        match self.preferred.load(Ordering::Relaxed) {
+            NO_PROCESSOR => None,
+            p => Some(p as usize),
+        }
+    }
+}
+
+/// Shared between a task's future and its handles: the abort flag, and the
+/// task's waker so that an abort can get it polled (and dropped).
+struct TaskCtl {
+    aborted: AtomicBool,
+    /// Set when the task's future has been dropped (completed or cancelled).
+    finished: AtomicBool,
+    waker: SpinLock<Option<Waker>>,
+}
+
+impl TaskCtl {
+    fn abort(&self) {
+        self.aborted.store(true, Ordering::Release);
+        let waker = self.waker.lock().with(|w| w.clone());
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+type Registry = SpinLock<Slab<Arc<TaskCtl>>>;
+
+/// One cluster: a [`Scheduler`] of tasks and the registry of its live tasks.
+///
+/// A host runs a cluster by calling [`run_processor`](Cluster::run_processor)
+/// once per processor, each on its own thread, and stops it with
+/// [`shutdown`](Cluster::shutdown) and [`cancel_all`](Cluster::cancel_all).
+pub struct Cluster<H: Host> {
+    sched: Scheduler<Runnable<TaskMeta>, H>,
+    /// Live tasks, sharded by spawning processor (the last shard for outside
+    /// threads) so that spawns on different processors do not contend.
+    registry: alloc::boxed::Box<[CachePadded<Registry>]>,
+}
+
+impl<H: Host> Cluster<H> {
+    /// A cluster of `config.processors` processors on `host`.
+    ///
+    /// # Example
+    /// ```
+    /// # use core::sync::atomic::{AtomicU64, Ordering};
+    /// # struct H(AtomicU64);
+    /// # impl fairlane_core::Host for H {
+    /// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+    /// #     fn current_processor(&self) -> Option<usize> { None }
+    /// #     fn park(&self, _: usize) {}
+    /// #     fn unpark(&self, _: usize) {}
+    /// # }
+    /// use fairlane_core::{Cluster, Config};
+    /// let cluster = Cluster::new(Config::new(2), H(AtomicU64::new(0))).unwrap();
+    /// assert_eq!(cluster.processors(), 2);
+    /// ```
+    pub fn new(config: Config, host: H) -> Result<Arc<Self>, ConfigError> {
+        let shards = config.processors + 1;
+        Ok(Arc::new(Self {
+            sched: Scheduler::new(config, host)?,
+            registry: (0..shards)
+                .map(|_| CachePadded::new(SpinLock::new(Slab::new())))
+                .collect(),
+        }))
+    }
+
+    /// Number of processors.
+    pub fn processors(&self) -> usize {
+        self.sched.processors()
+    }
+
+    /// The host.
+    pub fn host(&self) -> &H {
+        self.sched.host()
+    }
+
+    /// Spawns `future`; it is queued at once (on the current processor's
+    /// lanes when called from one). `None` from the handle means the task
+    /// was aborted or cancelled by shutdown. After shutdown the future is
+    /// dropped at once and the handle reports cancellation.
+    pub fn spawn<F>(self: &Arc<Self>, future: F) -> TaskHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let shard = self
+            .sched
+            .host()
+            .current_processor()
+            .unwrap_or(self.processors());
+        let ctl = Arc::new(TaskCtl {
+            aborted: AtomicBool::new(false),
+            finished: AtomicBool::new(false),
+            waker: SpinLock::new(None),
+        });
+        let key = self.registry[shard]
+            .lock()
+            .with(|slab| slab.insert(ctl.clone()));
+        let supervised = Supervised {
+            future,
+            slot: RegistrySlot {
+                cluster: self.clone(),
+                ctl: ctl.clone(),
+                shard,
+                key,
+            },
+        };
+        let cluster = self.clone();
+        let schedule = move |runnable: Runnable<TaskMeta>| {
+            let preferred = runnable.metadata().preferred();
+            if let Err(runnable) = cluster.sched.push(runnable, preferred) {
+                // Closed: dropping the runnable drops the future (cancels it).
+                drop(runnable);
+            }
+        };
+        let (runnable, task) = Builder::new()
+            .metadata(TaskMeta {
+                preferred: AtomicU32::new(NO_PROCESSOR),
+            })
+            .spawn(move |_| supervised, schedule);
+        ctl.waker.lock().with(|w| *w = Some(runnable.waker()));
+        runnable.schedule();
+        TaskHandle {
+            task: Some(task.fallible()),
+            ctl,
+        }
+    }
+
+    /// Runs processor `p` on the calling thread until the cluster is shut
+    /// down: the one core function a host calls per processor thread.
+    pub fn run_processor(&self, p: usize) {
+        assert!(
+            p < self.processors(),
+            "processor {p} does not exist in this cluster"
+        );
+        while let Some(runnable) = self.sched.next(p) {
+            let meta = runnable.metadata();
+            if meta.preferred.load(Ordering::Relaxed) != p as u32 {
+                meta.preferred.store(p as u32, Ordering::Relaxed);
+            }
+            self.sched.count_poll(p);
+            runnable.run();
+        }
+    }
+
+    /// Stops the processors: each returns from `run_processor` after the poll
+    /// it is in. Tasks woken from now on are cancelled instead of queued.
+    pub fn shutdown(&self) {
+        self.sched.close();
+    }
+
+    /// Whether [`shutdown`](Self::shutdown) was called.
+    pub fn is_shut_down(&self) -> bool {
+        self.sched.is_closed()
+    }
+
+    /// After `shutdown` and once the processors have returned: drops the
+    /// future of every task still alive, on the calling thread. Queued tasks
+    /// are dropped from the lanes; parked ones are aborted, which wakes them
+    /// into the closed queue, which drops them.
+    pub fn cancel_all(&self) {
+        let queued = self.sched.drain();
+        drop(queued);
+        for shard in self.registry.iter() {
+            let live: Vec<Arc<TaskCtl>> = shard
+                .lock()
+                .with(|slab| slab.iter().map(|(_, ctl)| ctl.clone()).collect());
+            for ctl in live {
+                ctl.abort();
+            }
+        }
+        drop(self.sched.drain());
+    }
+
+    /// Number of tasks spawned and not yet completed or dropped.
+    pub fn live_tasks(&self) -> usize {
+        self.registry
+            .iter()
+            .map(|shard| shard.lock().with(|slab| slab.len()))
+            .sum()
+    }
+
+    /// A snapshot of processor `p`'s counters.
+    pub fn counters(&self, p: usize) -> ProcessorCounters {
+        self.sched.counters(p)
+    }
+}
+
+/// Removes a task from its cluster's registry, and marks it finished, when
+/// its future is dropped.
+struct RegistrySlot<H: Host> {
+    cluster: Arc<Cluster<H>>,
+    ctl: Arc<TaskCtl>,
+    shard: usize,
+    key: usize,
+}
+
+impl<H: Host> Drop for RegistrySlot<H> {
+    fn drop(&mut self) {
+        self.ctl.finished.store(true, Ordering::Release);
+        let removed = self.cluster.registry[self.shard]
+            .lock()
+            .with(|slab| slab.try_remove(self.key));
+        drop(removed);
+    }
+}
+
+/// The future a task actually runs: the user's future, cut short by abort.
+struct Supervised<F, H: Host> {
+    future: F,
+    slot: RegistrySlot<H>,
+}
+
+impl<F: Future, H: Host> Future for Supervised<F, H> {
+    type Output = Option<F::Output>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // Acquire pairs with the Release in `TaskCtl::abort`.
+        if self.slot.ctl.aborted.load(Ordering::Acquire) {
+            return Poll::Ready(None);
+        }
+        // SAFETY: `future` is structurally pinned: it is never moved out of
+        // `self`, and `Supervised` has no `Unpin` impl or `Drop` that moves it.
+        let future = unsafe { self.map_unchecked_mut(|s| &mut s.future) };
+        future.poll(cx).map(Some)
+    }
+}
+
+/// The spawner's side of a task: await it, abort it, or drop it to detach.
+pub struct TaskHandle<T> {
+    /// `None` only inside `drop`.
+    task: Option<FallibleTask<Option<T>, TaskMeta>>,
+    ctl: Arc<TaskCtl>,
+}
+
+impl<T> TaskHandle<T> {
+    /// Asks the task to stop: it is not polled again; its future is dropped
+    /// on a processor. A task that already finished keeps its output.
+    pub fn abort(&self) {
+        self.ctl.abort();
+    }
+
+    /// A cloneable handle that can only abort.
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            ctl: self.ctl.clone(),
+        }
+    }
+
+    /// Whether the task finished (completed, aborted or cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.task.as_ref().is_none_or(|t| t.is_finished())
+    }
+}
+
+impl<T> Drop for TaskHandle<T> {
+    fn drop(&mut self) {
+        // Dropping an `async-task` handle would cancel the task; fairlane's
+        // handles detach, as tokio's do.
+        if let Some(task) = self.task.take() {
+            task.detach();
+        }
+    }
+}
+
+impl<T> Future for TaskHandle<T> {
+    type Output = Option<T>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
+        match self.task.as_mut() {
+            Some(task) => Pin::new(task).poll(cx).map(Option::flatten),
+            None => Poll::Ready(None),
+        }
+    }
+}
+
+/// Aborts a task from anywhere; see [`TaskHandle::abort`].
+#[derive(Clone)]
+pub struct AbortHandle {
+    ctl: Arc<TaskCtl>,
+}
+
+impl AbortHandle {
+    /// Asks the task to stop; see [`TaskHandle::abort`].
+    pub fn abort(&self) {
+        self.ctl.abort();
+    }
+
+    /// Whether the task's future has been dropped (completed or cancelled).
+    pub fn is_finished(&self) -> bool {
+        self.ctl.finished.load(Ordering::Acquire)
+    }
+}

@@ -1,0 +1,84 @@
+//! The std host of the scheduler core: processors are OS threads, parking is
+//! `std::thread::park`, and the clock is the TSC where there is one.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+use std::thread::Thread;
+
+use fairlane_core::Host;
+
+thread_local! {
+    /// `(runtime id, processor)` of the processor this thread runs, if any.
+    static PROCESSOR: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+}
+
+static NEXT_RUNTIME_ID: AtomicUsize = AtomicUsize::new(1);
+
+pub(crate) struct StdHost {
+    id: usize,
+    threads: Box<[OnceLock<Thread>]>,
+    #[cfg(not(target_arch = "x86_64"))]
+    epoch: std::time::Instant,
+}
+
+impl StdHost {
+    pub(crate) fn new(processors: usize) -> Self {
+        Self {
+            id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
+            threads: (0..processors).map(|_| OnceLock::new()).collect(),
+            #[cfg(not(target_arch = "x86_64"))]
+            epoch: std::time::Instant::now(),
+        }
+    }
+
+    /// Called first thing on processor `p`'s thread.
+    pub(crate) fn register_current(&self, p: usize) {
+        let _ = self.threads[p].set(std::thread::current());
+        PROCESSOR.with(|c| c.set(Some((self.id, p))));
+    }
+
+    /// Whether the calling thread is one of this runtime's processors.
+    pub(crate) fn is_own_processor(&self) -> bool {
+        self.current_processor().is_some()
+    }
+}
+
+impl Host for StdHost {
+    #[inline]
+    fn now(&self) -> u64 {
+        // The TSC is constant-rate and synchronised across cores on every
+        // x86_64 CPU of the last decade; ages are heuristics, so a small skew
+        // between cores costs at most a needless or a late help.
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `rdtsc` has no preconditions; it only reads a counter.
+        unsafe {
+            core::arch::x86_64::_rdtsc()
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self.epoch.elapsed().as_nanos() as u64
+        }
+    }
+
+    #[inline]
+    fn current_processor(&self) -> Option<usize> {
+        match PROCESSOR.with(Cell::get) {
+            Some((id, p)) if id == self.id => Some(p),
+            _ => None,
+        }
+    }
+
+    fn park(&self, _processor: usize) {
+        std::thread::park();
+    }
+
+    fn unpark(&self, processor: usize) {
+        // A processor only parks after registering (it registers before it
+        // runs), and the core only unparks a processor that committed to
+        // sleep, so the thread is always known here.
+        if let Some(thread) = self.threads[processor].get() {
+            thread.unpark();
+        }
+    }
+}

@@ -1,0 +1,39 @@
+//! fairlane: an async runtime whose scheduler is fair by construction.
+//!
+//! Work-stealing runtimes only steal when a processor is idle, so a task
+//! queued behind a processor busy with a task that never yields waits as long
+//! as that task runs. fairlane's ready queue stamps every task with its push
+//! time; busy processors compare ages and help the processor whose tasks have
+//! waited much longer, so no task starves as long as one processor is free to
+//! notice.
+//!
+//! The API follows tokio's shapes: [`Runtime`], [`Builder`], [`Handle`],
+//! [`spawn`], [`JoinHandle`], [`yield_now`].
+//!
+//! # Limits
+//! Starvation-freedom needs at least one processor that is not stuck in a task
+//! that never yields: with a single processor, nothing can rescue a task queued
+//! behind one that spins.
+//!
+//! # Example
+//! ```
+//! let rt = fairlane::Runtime::new()?;
+//! let total: u64 = rt.block_on(async {
+//!     let tasks: Vec<_> = (0..10u64).map(|i| fairlane::spawn(async move { i * i })).collect();
+//!     let mut sum = 0;
+//!     for t in tasks {
+//!         sum += t.await.unwrap();
+//!     }
+//!     sum
+//! });
+//! assert_eq!(total, 285);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+mod host;
+mod runtime;
+pub mod task;
+
+pub use runtime::{Builder, Handle, ProcessorMetrics, Runtime, RuntimeMetrics, TryCurrentError};
+pub use task::{spawn, yield_now, AbortHandle, JoinError, JoinHandle};

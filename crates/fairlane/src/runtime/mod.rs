@@ -1,0 +1,515 @@
+//! The runtime: processors as OS threads around a `fairlane-core` cluster,
+//! its builder, and handles to it.
+
+mod block_on;
+pub(crate) mod context;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use fairlane_core::{Cluster, Config};
+
+use crate::host::StdHost;
+use crate::task::{spawn_on, JoinHandle};
+
+pub(crate) type ClusterRef = Arc<Cluster<StdHost>>;
+
+/// A fairlane runtime: a cluster of processors (OS threads) sharing one ready
+/// queue of timestamped lanes.
+///
+/// Dropping it cancels the tasks still alive (their futures are dropped) and
+/// joins every processor thread.
+///
+/// # Example
+/// ```
+/// use fairlane::Runtime;
+///
+/// let rt = Runtime::builder().processors(2).build()?;
+/// let answer = rt.block_on(async {
+///     let task = fairlane::spawn(async { 21 * 2 });
+///     task.await.unwrap()
+/// });
+/// assert_eq!(answer, 42);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Runtime {
+    handle: Handle,
+    threads: Vec<thread::JoinHandle<()>>,
+    /// Number of processor threads that have returned from the core loop.
+    exited: Arc<(Mutex<usize>, Condvar)>,
+}
+
+impl Runtime {
+    /// A runtime with one processor per available core.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::new()?;
+    /// assert_eq!(rt.block_on(async { 1 }), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new() -> io::Result<Runtime> {
+        Builder::new().build()
+    }
+
+    /// A builder to configure a runtime.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(4).lanes_per_processor(2).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn builder() -> Builder {
+        Builder::new()
+    }
+
+    /// Runs `future` to completion on the calling thread, with this runtime as
+    /// the context of `fairlane::spawn` and [`Handle::current`]. Tasks it
+    /// spawns run on the processors.
+    ///
+    /// # Panics
+    /// When called from a task or from inside another `block_on`.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// assert_eq!(rt.block_on(async { "hi" }), "hi");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        self.handle.block_on(future)
+    }
+
+    /// Spawns a task on this runtime; see [`fairlane::spawn`](crate::spawn).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let task = rt.spawn(async { 5 });
+    /// assert_eq!(rt.block_on(task).unwrap(), 5);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.handle.spawn(future)
+    }
+
+    /// A handle to this runtime, usable from any thread.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.handle().clone();
+    /// let task = std::thread::spawn(move || handle.spawn(async { 3 })).join().unwrap();
+    /// assert_eq!(rt.block_on(task).unwrap(), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn handle(&self) -> &Handle {
+        &self.handle
+    }
+
+    /// Counters of every processor; see [`RuntimeMetrics`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(2).build()?;
+    /// assert_eq!(rt.metrics().processors.len(), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        self.handle.metrics()
+    }
+
+    /// Shuts down, waiting at most `timeout` for the processors to finish the
+    /// polls they are in. Processors still busy after that (a task that never
+    /// yields) are left to exit on their own; every other task is cancelled.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.spawn(std::future::pending::<()>());
+    /// rt.shutdown_timeout(Duration::from_secs(1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn shutdown_timeout(mut self, timeout: Duration) {
+        self.shutdown(Some(timeout));
+    }
+
+    fn shutdown(&mut self, timeout: Option<Duration>) {
+        let cluster = &self.handle.cluster;
+        if cluster.host().is_own_processor() {
+            panic!(
+                "a fairlane runtime cannot be dropped or shut down from one of its own tasks: the \
+                 processor would wait for itself; move the runtime to another thread to drop it"
+            );
+        }
+        cluster.shutdown();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let (count, cvar) = &*self.exited;
+        let mut exited = count.lock().unwrap_or_else(|e| e.into_inner());
+        while *exited < self.threads.len() {
+            match deadline {
+                None => exited = cvar.wait(exited).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        break;
+                    }
+                    exited = cvar
+                        .wait_timeout(exited, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0;
+                }
+            }
+        }
+        let all_exited = *exited == self.threads.len();
+        drop(exited);
+        if all_exited {
+            for thread in self.threads.drain(..) {
+                // A processor thread never unwinds: task panics are caught.
+                let _ = thread.join();
+            }
+        } else {
+            // Detach the threads still in a task; they exit after its poll.
+            self.threads.clear();
+        }
+        cluster.cancel_all();
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        if !self.handle.cluster.is_shut_down() || !self.threads.is_empty() {
+            self.shutdown(None);
+        }
+    }
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("processors", &self.handle.cluster.processors())
+            .finish()
+    }
+}
+
+/// Configures and builds a [`Runtime`]. Methods take and return `&mut Self`,
+/// as tokio's builder does.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder()
+///     .processors(2)
+///     .lanes_per_processor(2)
+///     .help_period(2)
+///     .help_factor_log2(3)
+///     .thread_name("worker")
+///     .build()?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Debug)]
+pub struct Builder {
+    config: Config,
+    thread_name: String,
+}
+
+impl Default for Builder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder {
+    /// Defaults: one processor per available core, 2 lanes each, a help check
+    /// every 2 pops with a factor of 8 (`log2` + 3).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Builder::new().build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn new() -> Self {
+        let cores = thread::available_parallelism().map_or(1, |n| n.get());
+        Self {
+            config: Config::new(cores),
+            thread_name: "fairlane-processor".into(),
+        }
+    }
+
+    /// Number of processors (OS threads running tasks). At least 1.
+    ///
+    /// # Example
+    /// ```
+    /// let err = fairlane::Runtime::builder().processors(0).build().unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+    /// ```
+    pub fn processors(&mut self, n: usize) -> &mut Self {
+        self.config.processors = n;
+        self
+    }
+
+    /// Lanes each processor owns (default 2). At least 1.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).lanes_per_processor(4).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn lanes_per_processor(&mut self, n: usize) -> &mut Self {
+        self.config.lanes_per_processor = n;
+        self
+    }
+
+    /// A help target is drawn every `pops` pops and checked on the next one
+    /// (default 2). 0 disables helping: a task behind a processor stuck in a
+    /// task that never yields then waits until that processor is free.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(2).help_period(4).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn help_period(&mut self, pops: u32) -> &mut Self {
+        self.config.help_period = pops;
+        self
+    }
+
+    /// A processor helps another when `log2(their age) > log2(own age) +
+    /// factor` (default 3: eight times older). At most 63.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(2).help_factor_log2(2).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn help_factor_log2(&mut self, factor: u32) -> &mut Self {
+        self.config.help_factor_log2 = factor;
+        self
+    }
+
+    /// Prefix of the processor threads' names (`{name}-{index}`).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).thread_name("io").build()?;
+    /// let name = rt.block_on(rt.spawn(async { std::thread::current().name().map(String::from) }));
+    /// assert_eq!(name.unwrap().as_deref(), Some("io-0"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.thread_name = name.into();
+        self
+    }
+
+    /// Builds the runtime and starts its processors.
+    ///
+    /// # Errors
+    /// `InvalidInput` naming the setting when one is out of range; the
+    /// operating system's error when a thread cannot be started.
+    ///
+    /// # Example
+    /// ```
+    /// let err = fairlane::Runtime::builder().lanes_per_processor(0).build().unwrap_err();
+    /// assert!(err.to_string().contains("lanes_per_processor"));
+    /// ```
+    pub fn build(&mut self) -> io::Result<Runtime> {
+        let invalid = |e: fairlane_core::ConfigError| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("invalid fairlane runtime setting: {e}"),
+            )
+        };
+        self.config.validate().map_err(invalid)?;
+        let processors = self.config.processors;
+        let cluster =
+            Cluster::new(self.config.clone(), StdHost::new(processors)).map_err(invalid)?;
+        let mut runtime = Runtime {
+            handle: Handle { cluster },
+            threads: Vec::with_capacity(processors),
+            exited: Arc::new((Mutex::new(0), Condvar::new())),
+        };
+        for p in 0..processors {
+            let handle = runtime.handle.clone();
+            let exited = runtime.exited.clone();
+            let thread = thread::Builder::new()
+                .name(format!("{}-{p}", self.thread_name))
+                .spawn(move || run_processor(handle, p, exited));
+            match thread {
+                Ok(thread) => runtime.threads.push(thread),
+                Err(e) => {
+                    // Count the processors that never started as exited, so
+                    // the shutdown in `Runtime::drop` does not wait for them.
+                    *runtime.exited.0.lock().unwrap_or_else(|e| e.into_inner()) += processors - p;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(runtime)
+    }
+}
+
+/// The body of processor `p`'s thread.
+fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>) {
+    let cluster = handle.cluster.clone();
+    cluster.host().register_current(p);
+    let guard = context::enter(handle);
+    cluster.run_processor(p);
+    drop(guard);
+    let (count, cvar) = &*exited;
+    *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+    cvar.notify_all();
+}
+
+/// A cheap, cloneable reference to a runtime, usable from any thread.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let from_inside = rt.block_on(async { fairlane::Handle::current() });
+/// let task = from_inside.spawn(async { 7 });
+/// assert_eq!(rt.block_on(task).unwrap(), 7);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Handle {
+    cluster: ClusterRef,
+}
+
+impl Handle {
+    /// The handle of the runtime this thread is in (a task, or a `block_on`).
+    ///
+    /// # Panics
+    /// Outside a runtime; see [`try_current`](Self::try_current).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async { fairlane::Handle::current(); });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn current() -> Handle {
+        match Self::try_current() {
+            Ok(handle) => handle,
+            Err(e) => panic!("{e}"),
+        }
+    }
+
+    /// The handle of the current runtime, or an error outside one.
+    ///
+    /// # Example
+    /// ```
+    /// assert!(fairlane::Handle::try_current().is_err());
+    /// ```
+    pub fn try_current() -> Result<Handle, TryCurrentError> {
+        context::with_current(Handle::clone).ok_or(TryCurrentError { _private: () })
+    }
+
+    /// Spawns a task on this runtime; see [`fairlane::spawn`](crate::spawn).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let task = rt.handle().spawn(async { 1 });
+    /// assert_eq!(rt.block_on(task).unwrap(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn<F>(&self, future: F) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(&self.cluster, future)
+    }
+
+    /// Runs `future` on the calling thread; see [`Runtime::block_on`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.handle().clone();
+    /// let out = std::thread::spawn(move || handle.block_on(async { 9 })).join().unwrap();
+    /// assert_eq!(out, 9);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn block_on<F: Future>(&self, future: F) -> F::Output {
+        let _guard = context::enter(self.clone());
+        block_on::run(future)
+    }
+
+    /// Counters of every processor; see [`RuntimeMetrics`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(rt.spawn(async {})).unwrap();
+    /// assert!(rt.handle().metrics().processors[0].polls >= 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn metrics(&self) -> RuntimeMetrics {
+        RuntimeMetrics {
+            processors: (0..self.cluster.processors())
+                .map(|p| self.cluster.counters(p))
+                .collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Handle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Handle")
+            .field("processors", &self.cluster.processors())
+            .finish()
+    }
+}
+
+/// [`Handle::try_current`] was called outside a runtime.
+///
+/// # Example
+/// ```
+/// let err = fairlane::Handle::try_current().unwrap_err();
+/// assert!(err.to_string().contains("outside"));
+/// ```
+#[derive(Debug)]
+pub struct TryCurrentError {
+    _private: (),
+}
+
+impl fmt::Display for TryCurrentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(
+            "there is no fairlane runtime here: this was called outside a task and outside \
+             Runtime::block_on; pass a Handle to this thread instead",
+        )
+    }
+}
+
+impl std::error::Error for TryCurrentError {}
+
+/// Per-processor counters, indexed by processor.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(2).build()?;
+/// let polls: u64 = rt.metrics().processors.iter().map(|p| p.polls).sum();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct RuntimeMetrics {
+    /// One entry per processor.
+    pub processors: Vec<ProcessorMetrics>,
+}
+
+/// What one processor counted about itself.
+pub use fairlane_core::ProcessorCounters as ProcessorMetrics;

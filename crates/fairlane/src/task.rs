@@ -1,0 +1,323 @@
+//! Tasks: spawning, joining, aborting and yielding.
+//!
+//! The common items are re-exported at the crate root, as in tokio.
+
+use std::any::Any;
+use std::fmt;
+use std::future::Future;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use crate::runtime::context;
+
+type Panic = Box<dyn Any + Send + 'static>;
+
+/// Spawns a task on the current runtime and returns a handle to await its
+/// output. Works from a task and from the future given to
+/// [`Runtime::block_on`](crate::Runtime::block_on).
+///
+/// # Panics
+/// Outside a runtime, with a message saying so; use
+/// [`Handle::spawn`](crate::Handle::spawn) there.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(2).build()?;
+/// let sum = rt.block_on(async {
+///     let a = fairlane::spawn(async { 1 + 2 });
+///     let b = fairlane::spawn(async { 3 + 4 });
+///     a.await.unwrap() + b.await.unwrap()
+/// });
+/// assert_eq!(sum, 10);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[track_caller]
+pub fn spawn<F>(future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    match context::with_current(|handle| handle.spawn(future)) {
+        Some(join) => join,
+        None => panic!(
+            "fairlane::spawn must be called from within a fairlane runtime (a task, or the future \
+             given to Runtime::block_on); from other threads use Handle::spawn"
+        ),
+    }
+}
+
+/// Spawns `future` on `cluster`, catching its panics.
+pub(crate) fn spawn_on<F>(cluster: &crate::runtime::ClusterRef, future: F) -> JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    JoinHandle {
+        inner: cluster.spawn(CatchUnwind(future)),
+    }
+}
+
+/// Yields to the scheduler: the task goes to the back of a lane of its
+/// processor, with a fresh timestamp, and runs again after the tasks already
+/// waiting there. Yielding never raises a task's standing.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     for _ in 0..3 {
+///         fairlane::yield_now().await;
+///     }
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn yield_now() -> YieldNow {
+    YieldNow { yielded: false }
+}
+
+/// The future returned by [`yield_now`].
+#[derive(Debug)]
+#[must_use = "futures do nothing unless awaited"]
+pub struct YieldNow {
+    yielded: bool,
+}
+
+impl Future for YieldNow {
+    type Output = ();
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.yielded {
+            return Poll::Ready(());
+        }
+        self.yielded = true;
+        // A wake during the poll re-queues the task exactly once, after the
+        // poll returns (task.md in fairlane-core).
+        cx.waker().wake_by_ref();
+        Poll::Pending
+    }
+}
+
+/// Polls the user's future inside `catch_unwind`, so that a panicking task
+/// becomes a [`JoinError`] and its processor keeps running.
+struct CatchUnwind<F>(F);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Panic>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: the inner future is structurally pinned: it is never moved
+        // out of `self`, and `CatchUnwind` implements neither `Unpin` nor `Drop`.
+        let future = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
+        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => Poll::Pending,
+            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// An owned permission to await a task's output. Dropping it detaches the
+/// task, which runs on.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let handle = rt.spawn(async { "done" });
+/// assert_eq!(rt.block_on(handle).unwrap(), "done");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct JoinHandle<T> {
+    inner: fairlane_core::TaskHandle<Result<T, Panic>>,
+}
+
+impl<T> JoinHandle<T> {
+    /// Aborts the task: it is not polled again and its future is dropped. A
+    /// task that already completed keeps its output; awaiting an aborted one
+    /// gives a [`JoinError`] for which `is_cancelled()` holds.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort();
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+
+    /// Whether the task has finished: completed, panicked, or been aborted.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(async {});
+    /// while !handle.is_finished() { std::thread::yield_now(); }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+
+    /// A handle that can abort the task from anywhere, without owning it.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// let abort = handle.abort_handle();
+    /// std::thread::spawn(move || abort.abort()).join().unwrap();
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            inner: self.inner.abort_handle(),
+        }
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.inner).poll(cx).map(|out| match out {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(panic)) => Err(JoinError {
+                repr: Repr::Panic(panic),
+            }),
+            None => Err(JoinError {
+                repr: Repr::Cancelled,
+            }),
+        })
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// Aborts a task without owning it; see [`JoinHandle::abort_handle`].
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let handle = rt.spawn(std::future::pending::<()>());
+/// let abort = handle.abort_handle();
+/// abort.abort();
+/// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+/// assert!(abort.is_finished());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct AbortHandle {
+    inner: fairlane_core::AbortHandle,
+}
+
+impl AbortHandle {
+    /// Aborts the task; see [`JoinHandle::abort`].
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+
+    /// Whether the task has finished.
+    pub fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+}
+
+impl fmt::Debug for AbortHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
+
+/// Why a task produced no output: it panicked, or it was cancelled (aborted,
+/// or dropped by runtime shutdown).
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let err = rt.block_on(rt.spawn(async { panic!("boom") })).unwrap_err();
+/// assert!(err.is_panic());
+/// assert_eq!(*err.into_panic().downcast::<&str>().unwrap(), "boom");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct JoinError {
+    repr: Repr,
+}
+
+enum Repr {
+    Cancelled,
+    Panic(Panic),
+}
+
+impl JoinError {
+    /// Whether the task was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        matches!(self.repr, Repr::Cancelled)
+    }
+
+    /// Whether the task panicked.
+    pub fn is_panic(&self) -> bool {
+        matches!(self.repr, Repr::Panic(_))
+    }
+
+    /// The panic payload.
+    ///
+    /// # Panics
+    /// If the task was cancelled rather than panicked.
+    #[track_caller]
+    pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
+        self.try_into_panic()
+            .expect("`JoinError::into_panic` called on a cancelled task's error")
+    }
+
+    /// The panic payload, or the error back if the task was cancelled.
+    pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
+        match self.repr {
+            Repr::Panic(panic) => Ok(panic),
+            Repr::Cancelled => Err(self),
+        }
+    }
+
+    fn panic_message(&self) -> Option<&str> {
+        match &self.repr {
+            Repr::Panic(p) => p
+                .downcast_ref::<&str>()
+                .copied()
+                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Cancelled => None,
+        }
+    }
+}
+
+impl fmt::Display for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.repr, self.panic_message()) {
+            (Repr::Cancelled, _) => f.write_str("task was cancelled"),
+            (Repr::Panic(_), Some(msg)) => write!(f, "task panicked with message {msg:?}"),
+            (Repr::Panic(_), None) => f.write_str("task panicked"),
+        }
+    }
+}
+
+impl fmt::Debug for JoinError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (&self.repr, self.panic_message()) {
+            (Repr::Cancelled, _) => f.write_str("JoinError::Cancelled"),
+            (Repr::Panic(_), Some(msg)) => write!(f, "JoinError::Panic({msg:?})"),
+            (Repr::Panic(_), None) => f.write_str("JoinError::Panic(..)"),
+        }
+    }
+}
+
+impl std::error::Error for JoinError {}
