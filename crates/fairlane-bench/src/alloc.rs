@@ -29,11 +29,6 @@ impl Counting {
         ON.store(false, Relaxed);
         ALLOCATED.load(Relaxed) as i64 - FREED.load(Relaxed) as i64
     }
-
-    /// Bytes allocated and not freed since [`Counting::start`], counting on.
-    pub fn net() -> i64 {
-        ALLOCATED.load(Relaxed) as i64 - FREED.load(Relaxed) as i64
-    }
 }
 
 // SAFETY: every call is forwarded unchanged to the system allocator; the

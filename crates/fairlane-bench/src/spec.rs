@@ -12,7 +12,17 @@ pub const RESULT_MARKER: &str = "FAIRLANE_BENCH_RESULT ";
 
 /// A workload of the suite (design notes §4, plus the micro measurements).
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum Workload {
@@ -98,7 +108,17 @@ impl Workload {
 
 /// A runtime under test.
 #[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum,
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum RuntimeKind {
@@ -149,6 +169,38 @@ pub struct ChildSpec {
     pub starve_threshold_ms: u64,
     /// Seed of the tasks' random choices.
     pub seed: u64,
+    /// fairlane's scheduler settings (the peers ignore them).
+    #[serde(default)]
+    pub fairlane: FairlaneKnobs,
+}
+
+/// fairlane builder settings to tune with; `None` keeps fairlane's default.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FairlaneKnobs {
+    pub lanes_per_processor: Option<usize>,
+    pub help_period: Option<u32>,
+    pub help_factor_log2: Option<u32>,
+}
+
+impl FairlaneKnobs {
+    /// "defaults", or the settings that differ from them.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(l) = self.lanes_per_processor {
+            parts.push(format!("lanes_per_processor={l}"));
+        }
+        if let Some(h) = self.help_period {
+            parts.push(format!("help_period={h}"));
+        }
+        if let Some(f) = self.help_factor_log2 {
+            parts.push(format!("help_factor_log2={f}"));
+        }
+        if parts.is_empty() {
+            "defaults".to_string()
+        } else {
+            parts.join(", ")
+        }
+    }
 }
 
 /// How a measurement ended.

@@ -87,8 +87,16 @@ impl Idle {
     }
 
     /// Back to `AWAKE` after a sleep or a refused commit.
+    ///
+    /// A read-modify-write, not a store: a `WAKE` that arrives between our
+    /// wake-up and this reset (from `close`, or a second push) is then either
+    /// read here, with Acquire, so that what its waker did before (setting
+    /// `closed`) is visible to our next look; or it lands after the reset and
+    /// makes the next `commit` fail. A plain store could overwrite it unseen
+    /// and let us sleep through shutdown (the loom model `loom_idle` finds
+    /// that interleaving).
     pub(crate) fn reset(&self, p: usize) {
-        self.sem[p].store(AWAKE, Ordering::Relaxed);
+        self.sem[p].swap(AWAKE, Ordering::Acquire);
     }
 
     /// Waker side, after its push and a `fence(SeqCst)`: wakes the most

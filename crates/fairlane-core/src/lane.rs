@@ -18,23 +18,23 @@ use alloc::collections::VecDeque;
 use crate::sync::{AtomicU64, Ordering, SpinLock};
 
 /// Head timestamp of an empty lane ("infinitely young").
-pub(crate) const EMPTY: u64 = u64::MAX;
+pub const EMPTY: u64 = u64::MAX;
 
 /// The elements of one lane, behind a try-lock.
-pub(crate) struct Lane<T> {
+pub struct Lane<T> {
     items: SpinLock<VecDeque<(T, u64)>>,
 }
 
 /// What the rest of the cluster may read about a lane without locking it.
 /// Kept in its own cache-padded array so that reading it never contends with
 /// the lane's lock word.
-pub(crate) struct LaneInfo {
+pub struct LaneInfo {
     head: AtomicU64,
     avg_wait: AtomicU64,
 }
 
 impl LaneInfo {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             head: AtomicU64::new(EMPTY),
             avg_wait: AtomicU64::new(0),
@@ -46,14 +46,14 @@ impl LaneInfo {
     /// `fence(SeqCst)`, which is what makes the final scan's read reliable
     /// (see `idle.md`).
     #[inline]
-    pub(crate) fn looks_nonempty(&self) -> bool {
+    pub fn looks_nonempty(&self) -> bool {
         self.head.load(Ordering::Relaxed) != EMPTY
     }
 
     /// The lane's age at `now`: the head's wait blended with the moving
     /// average of recent waits; 0 for an empty lane.
     #[inline]
-    pub(crate) fn age(&self, now: u64) -> u64 {
+    pub fn age(&self, now: u64) -> u64 {
         let head = self.head.load(Ordering::Relaxed);
         if head == EMPTY {
             return 0;
@@ -65,7 +65,7 @@ impl LaneInfo {
 }
 
 impl<T> Lane<T> {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             items: SpinLock::new(VecDeque::new()),
         }
@@ -74,7 +74,7 @@ impl<T> Lane<T> {
     /// Removes the oldest element. With `wait`, spins for the lock; without,
     /// reports a busy lane as empty.
     #[inline]
-    pub(crate) fn pop(&self, info: &LaneInfo, now: u64, wait: bool) -> Option<T> {
+    pub fn pop(&self, info: &LaneInfo, now: u64, wait: bool) -> Option<T> {
         let mut guard = if wait {
             self.items.lock()
         } else {
@@ -93,7 +93,7 @@ impl<T> Lane<T> {
     }
 
     /// Removes every element (shutdown and draining).
-    pub(crate) fn take_all(&self, info: &LaneInfo) -> VecDeque<(T, u64)> {
+    pub fn take_all(&self, info: &LaneInfo) -> VecDeque<(T, u64)> {
         let mut guard = self.items.lock();
         guard.with(|q| {
             info.head.store(EMPTY, Ordering::Relaxed);
@@ -106,7 +106,7 @@ impl<T> Lane<T> {
     /// `wait`, spins for the lock; without, hands the item back if the lane
     /// is busy.
     #[inline]
-    pub(crate) fn push(
+    pub fn push(
         &self,
         info: &LaneInfo,
         item: T,
@@ -137,7 +137,7 @@ impl<T> Lane<T> {
 }
 
 /// Result of [`Lane::push`].
-pub(crate) enum PushOutcome<T> {
+pub enum PushOutcome<T> {
     Pushed,
     Busy(T),
     Closed(T),

@@ -55,6 +55,13 @@ mod task;
 use core::fmt;
 
 pub use host::Host;
+
+/// The lane type, exposed only to the loom models (`tests/loom_lane.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_lane {
+    pub use crate::lane::{Lane, LaneInfo, PushOutcome, EMPTY};
+}
 pub use scheduler::Scheduler;
 pub use task::{AbortHandle, Cluster, TaskHandle, TaskMeta};
 

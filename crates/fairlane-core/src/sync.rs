@@ -13,11 +13,6 @@ pub(crate) use loom::sync::atomic::{
     fence, AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize,
 };
 
-#[cfg(not(loom))]
-pub(crate) use alloc::sync::Arc;
-#[cfg(loom)]
-pub(crate) use loom::sync::Arc;
-
 pub(crate) use core::sync::atomic::Ordering;
 
 /// One step of a bounded spin: a CPU hint normally, a scheduling point under

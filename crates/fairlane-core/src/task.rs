@@ -14,7 +14,9 @@ use async_task::{Builder, FallibleTask, Runnable};
 use crossbeam_utils::CachePadded;
 use slab::Slab;
 
-use crate::sync::{Arc, AtomicBool, AtomicU32, Ordering, SpinLock};
+use alloc::sync::Arc;
+
+use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
 use crate::{Config, ConfigError, Host, ProcessorCounters, Scheduler};
 
 const NO_PROCESSOR: u32 = u32::MAX;

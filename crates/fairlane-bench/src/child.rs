@@ -1,0 +1,78 @@
+//! The measuring side: `fairlane-bench __child <spec-json>`.
+//!
+//! A child builds one runtime, runs one workload on it, prints one
+//! [`RESULT_MARKER`] line and exits. It exits with `std::process::exit`, so
+//! nothing (a runtime's `Drop`, a stuck thread) can keep it alive after it has
+//! answered; teardown before that runs under a watchdog that reports a hang
+//! on stderr and exits with [`TEARDOWN_HANG`].
+
+use crate::runtimes::{AsyncExecutorRuntime, BenchRuntime, FairlaneRuntime, TokioRuntime};
+use crate::spec::{ChildSpec, Outcome, RuntimeKind, Status, Workload, RESULT_MARKER};
+use crate::workloads;
+use std::io::Write;
+use std::time::Duration;
+
+/// Exit code of a child whose runtime did not shut down in time after
+/// answering.
+pub const TEARDOWN_HANG: i32 = 3;
+/// Exit code of a child that could not run its measurement.
+pub const FAILED: i32 = 2;
+/// How long teardown (stopping and joining tasks, dropping the runtime) may take.
+pub const TEARDOWN_LIMIT: Duration = Duration::from_secs(3);
+
+/// Runs the measurement described by `spec_json`; never returns.
+pub fn main(spec_json: &str) -> ! {
+    let spec: ChildSpec = match serde_json::from_str(spec_json) {
+        Ok(spec) => spec,
+        Err(e) => fail(format!("bad child spec: {e}")),
+    };
+    let mut emit = |outcome: Outcome| {
+        let line = serde_json::to_string(&outcome).expect("outcomes serialize");
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{RESULT_MARKER}{line}");
+        let _ = out.flush();
+        let runtime = spec.runtime.name();
+        std::thread::spawn(move || {
+            std::thread::sleep(TEARDOWN_LIMIT);
+            eprintln!("{runtime}: teardown did not finish within {TEARDOWN_LIMIT:?}");
+            std::process::exit(TEARDOWN_HANG);
+        });
+    };
+    match spec.runtime {
+        RuntimeKind::Fairlane => with::<FairlaneRuntime>(&spec, &mut emit),
+        RuntimeKind::Tokio => with::<TokioRuntime>(&spec, &mut emit),
+        RuntimeKind::AsyncExecutor => with::<AsyncExecutorRuntime>(&spec, &mut emit),
+        RuntimeKind::ThreadFloor => match spec.workload {
+            Workload::Wake => workloads::wake::floor(&spec, &mut emit),
+            other => fail(format!(
+                "{} only measures the wake floor, not {}",
+                spec.runtime.name(),
+                other.name()
+            )),
+        },
+    }
+    std::process::exit(0)
+}
+
+fn with<R: BenchRuntime>(spec: &ChildSpec, emit: workloads::Emit<'_>) {
+    let rt = match R::build(spec) {
+        Ok(rt) => rt,
+        Err(e) => fail(format!("building {} failed: {e}", spec.runtime.name())),
+    };
+    workloads::run(&rt, spec, emit);
+    drop(rt);
+}
+
+/// Reports a measurement that could not run, and exits.
+fn fail(detail: String) -> ! {
+    let outcome = Outcome {
+        status: Status::Crashed,
+        detail: Some(detail),
+        ..Outcome::default()
+    };
+    println!(
+        "{RESULT_MARKER}{}",
+        serde_json::to_string(&outcome).expect("outcomes serialize")
+    );
+    std::process::exit(FAILED)
+}

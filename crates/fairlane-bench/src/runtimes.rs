@@ -1,0 +1,220 @@
+//! The runtimes under test, behind one small trait.
+//!
+//! Workloads are written once, generic over [`BenchRuntime`], so every runtime
+//! runs the same task code (and the same [`crate::sync::Semaphore`]); only the
+//! scheduler differs. The trait has no boxing: `spawn` returns each runtime's
+//! own join future adapted by an `async` block, so spawn costs and task sizes
+//! are the runtime's.
+//!
+//! Each runtime gets `processors` worker threads; `block_on` runs on the
+//! calling (driver) thread, which is not one of them for any of the three.
+
+use crate::spec::ChildSpec;
+use std::future::Future;
+use std::io;
+
+/// A cheap, cloneable handle that spawns onto a runtime, from inside or
+/// outside of it.
+pub trait Spawner: Clone + Send + Sync + 'static {
+    /// Spawns `f`; the returned future resolves to its output (a panic in the
+    /// task is re-raised in the joiner).
+    fn spawn<F>(&self, f: F) -> impl Future<Output = F::Output> + Send + 'static
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static;
+}
+
+/// A runtime with a fixed number of worker threads ("processors").
+pub trait BenchRuntime: Sized + 'static {
+    /// Its spawn handle.
+    type Spawner: Spawner;
+    /// A runtime with `spec.processors` worker threads (fairlane also takes
+    /// its scheduler settings from `spec.fairlane`).
+    fn build(spec: &ChildSpec) -> io::Result<Self>;
+    /// A spawn handle.
+    fn spawner(&self) -> Self::Spawner;
+    /// Runs `f` to completion on the calling thread.
+    fn block_on<F: Future>(&self, f: F) -> F::Output;
+    /// The runtime's own `yield_now`.
+    fn yield_now() -> impl Future<Output = ()> + Send;
+}
+
+pub use self::async_executor_rt::AsyncExecutorRuntime;
+pub use self::fairlane_rt::FairlaneRuntime;
+pub use self::tokio_rt::TokioRuntime;
+
+mod fairlane_rt {
+    use super::*;
+
+    /// fairlane with `processors(n)` and the suite's fairlane settings (its
+    /// own defaults where none are given).
+    pub struct FairlaneRuntime(fairlane::Runtime);
+
+    impl Spawner for fairlane::Handle {
+        fn spawn<F>(&self, f: F) -> impl Future<Output = F::Output> + Send + 'static
+        where
+            F: Future + Send + 'static,
+            F::Output: Send + 'static,
+        {
+            let handle = fairlane::Handle::spawn(self, f);
+            async move {
+                handle
+                    .await
+                    .unwrap_or_else(|e| panic!("fairlane task failed: {e}"))
+            }
+        }
+    }
+
+    impl BenchRuntime for FairlaneRuntime {
+        type Spawner = fairlane::Handle;
+
+        fn build(spec: &ChildSpec) -> io::Result<Self> {
+            let mut builder = fairlane::Runtime::builder();
+            builder
+                .processors(spec.processors)
+                .thread_name("fairlane-bench");
+            let knobs = &spec.fairlane;
+            if let Some(l) = knobs.lanes_per_processor {
+                builder.lanes_per_processor(l);
+            }
+            if let Some(h) = knobs.help_period {
+                builder.help_period(h);
+            }
+            if let Some(f) = knobs.help_factor_log2 {
+                builder.help_factor_log2(f);
+            }
+            builder.build().map(FairlaneRuntime)
+        }
+
+        fn spawner(&self) -> Self::Spawner {
+            self.0.handle().clone()
+        }
+
+        fn block_on<F: Future>(&self, f: F) -> F::Output {
+            self.0.block_on(f)
+        }
+
+        fn yield_now() -> impl Future<Output = ()> + Send {
+            fairlane::yield_now()
+        }
+    }
+}
+
+mod tokio_rt {
+    use super::*;
+
+    /// tokio's multi-thread runtime with `worker_threads = processors`.
+    pub struct TokioRuntime(tokio::runtime::Runtime);
+
+    impl Spawner for tokio::runtime::Handle {
+        fn spawn<F>(&self, f: F) -> impl Future<Output = F::Output> + Send + 'static
+        where
+            F: Future + Send + 'static,
+            F::Output: Send + 'static,
+        {
+            let handle = tokio::runtime::Handle::spawn(self, f);
+            async move {
+                handle
+                    .await
+                    .unwrap_or_else(|e| panic!("tokio task failed: {e}"))
+            }
+        }
+    }
+
+    impl BenchRuntime for TokioRuntime {
+        type Spawner = tokio::runtime::Handle;
+
+        fn build(spec: &ChildSpec) -> io::Result<Self> {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(spec.processors)
+                .thread_name("tokio-bench")
+                .build()
+                .map(TokioRuntime)
+        }
+
+        fn spawner(&self) -> Self::Spawner {
+            self.0.handle().clone()
+        }
+
+        fn block_on<F: Future>(&self, f: F) -> F::Output {
+            self.0.block_on(f)
+        }
+
+        fn yield_now() -> impl Future<Output = ()> + Send {
+            tokio::task::yield_now()
+        }
+    }
+}
+
+mod async_executor_rt {
+    use super::*;
+    use crate::sync::Semaphore;
+    use async_executor::Executor;
+    use std::sync::Arc;
+    use std::thread::JoinHandle;
+
+    /// One `async_executor::Executor` run by `processors` threads, each in
+    /// `Executor::run` until the runtime is dropped.
+    pub struct AsyncExecutorRuntime {
+        executor: Arc<Executor<'static>>,
+        shutdown: Arc<Semaphore>,
+        threads: Vec<JoinHandle<()>>,
+    }
+
+    impl Spawner for Arc<Executor<'static>> {
+        fn spawn<F>(&self, f: F) -> impl Future<Output = F::Output> + Send + 'static
+        where
+            F: Future + Send + 'static,
+            F::Output: Send + 'static,
+        {
+            Executor::spawn(self, f)
+        }
+    }
+
+    impl BenchRuntime for AsyncExecutorRuntime {
+        type Spawner = Arc<Executor<'static>>;
+
+        fn build(spec: &ChildSpec) -> io::Result<Self> {
+            let executor = Arc::new(Executor::new());
+            let shutdown = Arc::new(Semaphore::binary(false));
+            let threads = (0..spec.processors)
+                .map(|i| {
+                    let (ex, stop) = (executor.clone(), shutdown.clone());
+                    std::thread::Builder::new()
+                        .name(format!("async-executor-{i}"))
+                        .spawn(move || {
+                            futures_lite::future::block_on(ex.run(async move {
+                                let _ = stop.wait().await;
+                            }))
+                        })
+                })
+                .collect::<io::Result<Vec<_>>>()?;
+            Ok(AsyncExecutorRuntime {
+                executor,
+                shutdown,
+                threads,
+            })
+        }
+
+        fn spawner(&self) -> Self::Spawner {
+            self.executor.clone()
+        }
+
+        fn block_on<F: Future>(&self, f: F) -> F::Output {
+            futures_lite::future::block_on(f)
+        }
+
+        fn yield_now() -> impl Future<Output = ()> + Send {
+            futures_lite::future::yield_now()
+        }
+    }
+
+    impl Drop for AsyncExecutorRuntime {
+        fn drop(&mut self) {
+            self.shutdown.close();
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+}

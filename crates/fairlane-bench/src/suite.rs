@@ -1,0 +1,319 @@
+//! The supervising side: plans the configurations, runs every measurement
+//! in a child process (runtimes alternating run by run), and collects raw
+//! samples.
+//!
+//! A *cell* is one workload at one processor count and load. For each cell
+//! the runs go: run 0 in runtime order A B C, run 1 as B C A, run 2 as C A B,
+//! ..., so slow machine drift lands on every runtime alike. In the quick
+//! suite a runtime that starved (or timed out, or crashed) in a cell is not
+//! run again in that cell.
+
+use crate::cli::Cli;
+use crate::spec::{ChildSpec, FairlaneKnobs, Metric, Outcome, RuntimeKind, Status, Workload};
+use crate::supervisor::{run_child, ChildRun};
+use indicatif::{ProgressBar, ProgressStyle};
+use serde::Serialize;
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The resolved settings of one suite invocation.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub workloads: Vec<Workload>,
+    pub runtimes: Vec<RuntimeKind>,
+    pub processors: Vec<usize>,
+    pub tasks_per_processor: Vec<usize>,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub runs: usize,
+    pub starve_threshold: Duration,
+    /// Run again a runtime that starved or failed in a cell (`--full`).
+    pub rerun_failed: bool,
+    pub child_slack: Duration,
+    pub seed: u64,
+    pub fairlane: FairlaneKnobs,
+    pub exe: PathBuf,
+}
+
+impl Config {
+    /// Settings from the command line, filling in the quick or full defaults.
+    pub fn from_cli(cli: &Cli) -> std::io::Result<Self> {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut processors = if cli.processors.is_empty() {
+            vec![1, cores]
+        } else {
+            cli.processors.clone()
+        };
+        processors.retain(|&p| p > 0);
+        processors.sort_unstable();
+        processors.dedup();
+        let mut tasks = cli.tasks_per_processor.clone();
+        tasks.retain(|&t| t > 0);
+        tasks.dedup();
+        let pick =
+            |quick: u64, full: u64| Duration::from_millis(if cli.full { full } else { quick });
+        Ok(Config {
+            workloads: if cli.workloads.is_empty() {
+                Workload::ALL.to_vec()
+            } else {
+                cli.workloads.clone()
+            },
+            runtimes: if cli.runtimes.is_empty() {
+                RuntimeKind::ALL.to_vec()
+            } else {
+                let mut r = cli.runtimes.clone();
+                r.dedup();
+                r
+            },
+            processors: if processors.is_empty() {
+                vec![1]
+            } else {
+                processors
+            },
+            tasks_per_processor: if tasks.is_empty() { vec![100] } else { tasks },
+            warmup: cli.warmup.unwrap_or(pick(50, 200)),
+            duration: cli.duration.unwrap_or(pick(200, 1000)),
+            runs: cli.runs.max(1),
+            starve_threshold: cli.starve_threshold.unwrap_or(pick(1000, 5000)),
+            rerun_failed: cli.full,
+            child_slack: cli.child_slack,
+            seed: cli.seed,
+            fairlane: FairlaneKnobs {
+                lanes_per_processor: cli.fairlane_lanes,
+                help_period: cli.fairlane_help_period,
+                help_factor_log2: cli.fairlane_help_factor,
+            },
+            exe: std::env::current_exe()?,
+        })
+    }
+
+    /// Every cell to measure, in table order.
+    pub fn cells(&self) -> Vec<Cell> {
+        let mut cells = Vec::new();
+        let max_p = *self.processors.iter().max().expect("at least one");
+        for &w in &self.workloads {
+            let mut procs: Vec<usize> = match w {
+                Workload::Wake | Workload::Idle => vec![max_p],
+                _ => self.processors.clone(),
+            };
+            for p in &mut procs {
+                *p = (*p).max(w.min_processors());
+            }
+            procs.dedup();
+            for &p in &procs {
+                let loads: Vec<Option<usize>> = if w.uses_load() {
+                    self.tasks_per_processor.iter().map(|&t| Some(t)).collect()
+                } else {
+                    vec![None]
+                };
+                for tpp in loads {
+                    cells.push(Cell {
+                        workload: w,
+                        processors: p,
+                        tasks_per_processor: tpp,
+                    });
+                }
+            }
+        }
+        cells
+    }
+
+    /// The runtimes measured in `cell` (wake adds the std-thread floor).
+    pub fn runtimes_for(&self, cell: &Cell) -> Vec<RuntimeKind> {
+        let mut r = self.runtimes.clone();
+        if cell.workload == Workload::Wake {
+            r.push(RuntimeKind::ThreadFloor);
+        }
+        r
+    }
+
+    fn spec(&self, cell: &Cell, runtime: RuntimeKind, run: usize) -> ChildSpec {
+        let duration = match cell.workload {
+            Workload::Wake => self.duration.mul_f64(2.5),
+            _ => self.duration,
+        };
+        ChildSpec {
+            workload: cell.workload,
+            runtime,
+            processors: cell.processors,
+            tasks: cell.tasks(),
+            warmup_ms: self.warmup.as_millis() as u64,
+            duration_ms: duration.as_millis().max(1) as u64,
+            starve_threshold_ms: self.starve_threshold.as_millis().max(1) as u64,
+            seed: self.seed.wrapping_add(run as u64),
+            fairlane: self.fairlane,
+        }
+    }
+
+    /// How long a child may take before it is killed: its planned time, the
+    /// starvation threshold twice over (a slow transfer may stretch its
+    /// window by one), and slack for start-up, spawning and teardown.
+    fn deadline(&self, spec: &ChildSpec) -> Duration {
+        let planned = Duration::from_millis(spec.warmup_ms + spec.duration_ms);
+        let starve = if spec.workload.can_starve() {
+            2 * self.starve_threshold
+        } else {
+            Duration::ZERO
+        };
+        planned + starve + self.child_slack
+    }
+}
+
+/// One workload at one processor count and load.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Cell {
+    pub workload: Workload,
+    pub processors: usize,
+    /// `None` for workloads without load levels.
+    pub tasks_per_processor: Option<usize>,
+}
+
+impl Cell {
+    /// Total tasks handed to the workload.
+    pub fn tasks(&self) -> usize {
+        match (self.workload, self.tasks_per_processor) {
+            (_, Some(t)) => t * self.processors,
+            (Workload::Spawn, None) => self.processors,
+            (Workload::Idle, None) => crate::workloads::idle::TASKS,
+            _ => 1,
+        }
+    }
+
+    /// The task count as shown in tables.
+    pub fn tasks_label(&self) -> String {
+        match (self.workload, self.tasks_per_processor) {
+            (_, Some(t)) => format!("{t}/p"),
+            (Workload::Spawn, None) => "1/p".to_string(),
+            (Workload::Idle, None) => "10k".to_string(),
+            _ => "1".to_string(),
+        }
+    }
+}
+
+/// One raw sample, as written by `--json`.
+#[derive(Debug, Clone, Serialize)]
+pub struct Sample {
+    pub runtime: &'static str,
+    pub workload: &'static str,
+    pub processors: usize,
+    /// Total tasks of the run.
+    pub tasks: usize,
+    pub tasks_per_processor: Option<usize>,
+    pub run: usize,
+    pub metric: String,
+    /// `null` where the run produced no value for the metric.
+    pub value: Option<f64>,
+    pub unit: String,
+    pub status: &'static str,
+}
+
+/// One child run in its context.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    pub cell: Cell,
+    pub runtime: RuntimeKind,
+    pub run: usize,
+    pub outcome: Outcome,
+}
+
+/// Everything a suite invocation measured.
+#[derive(Debug, Default)]
+pub struct Results {
+    pub runs: Vec<RunRecord>,
+    /// Runs that answered but misbehaved around it (teardown hangs, ...).
+    pub problems: Vec<String>,
+}
+
+impl Results {
+    /// Every raw sample, one per metric per run (non-ok runs without metrics
+    /// give one record with a `null` value).
+    pub fn samples(&self) -> Vec<Sample> {
+        let mut out = Vec::new();
+        for r in &self.runs {
+            let sample = |m: Option<&Metric>| Sample {
+                runtime: r.runtime.name(),
+                workload: r.cell.workload.name(),
+                processors: r.cell.processors,
+                tasks: r.cell.tasks(),
+                tasks_per_processor: r.cell.tasks_per_processor,
+                run: r.run,
+                metric: m.map_or_else(|| "-".to_string(), |m| m.name.clone()),
+                value: m.map(|m| m.value).filter(|v| v.is_finite()),
+                unit: m.map_or_else(String::new, |m| m.unit.clone()),
+                status: r.outcome.status.name(),
+            };
+            if r.outcome.metrics.is_empty() {
+                out.push(sample(None));
+            }
+            out.extend(r.outcome.metrics.iter().map(|m| sample(Some(m))));
+        }
+        out
+    }
+}
+
+/// Runs the whole suite, with a progress bar on stderr.
+pub fn run(cfg: &Config) -> Results {
+    let cells = cfg.cells();
+    let total: usize = cells
+        .iter()
+        .map(|c| cfg.runtimes_for(c).len() * cfg.runs)
+        .sum();
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:30.cyan/blue} {pos}/{len} [{elapsed}, ~{eta} left] {msg}",
+        )
+        .expect("valid template")
+        .progress_chars("=> "),
+    );
+    let mut results = Results::default();
+    for cell in &cells {
+        let runtimes = cfg.runtimes_for(cell);
+        let mut given_up: HashSet<RuntimeKind> = HashSet::new();
+        for run in 0..cfg.runs {
+            for k in 0..runtimes.len() {
+                let runtime = runtimes[(k + run) % runtimes.len()];
+                bar.set_message(format!(
+                    "{} p={} tasks={} {} run {}/{}",
+                    cell.workload.name(),
+                    cell.processors,
+                    cell.tasks_label(),
+                    runtime.name(),
+                    run + 1,
+                    cfg.runs
+                ));
+                if given_up.contains(&runtime) {
+                    bar.inc(1);
+                    continue;
+                }
+                let spec = cfg.spec(cell, runtime, run);
+                let ChildRun { outcome, problem } = run_child(&cfg.exe, &spec, cfg.deadline(&spec));
+                if let Some(p) = problem {
+                    let line = format!(
+                        "{} {} p={} tasks={} run {}: {p}",
+                        runtime.name(),
+                        cell.workload.name(),
+                        cell.processors,
+                        cell.tasks_label(),
+                        run + 1
+                    );
+                    bar.suspend(|| eprintln!("warning: {line}"));
+                    results.problems.push(line);
+                }
+                if outcome.status != Status::Ok && !cfg.rerun_failed {
+                    given_up.insert(runtime);
+                }
+                results.runs.push(RunRecord {
+                    cell: *cell,
+                    runtime,
+                    run,
+                    outcome,
+                });
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    results
+}

@@ -1,0 +1,58 @@
+//! **churn**: `t` tasks and `s = t/2` counting semaphores (initially 0). Each
+//! iteration picks a random semaphore, posts it, then waits on it. The first
+//! `s` tasks skip their very first post, so `s` tasks are blocked at any
+//! moment and a post usually hands off to a waiter, whose place the poster's
+//! own wait then takes. Wake-ups come from arbitrary processors. One
+//! operation is one post + wait; the suite also reports the percentage of
+//! operations whose wait blocked (about 50-70%).
+
+use super::{join_all, Emit};
+use crate::harness::{measure, Counters, Rng};
+use crate::runtimes::{BenchRuntime, Spawner};
+use crate::spec::{ChildSpec, Metric, Outcome};
+use crate::sync::Semaphore;
+use std::sync::Arc;
+
+pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    let n = spec.tasks.max(2);
+    let s = (n / 2).max(1);
+    let sems: Arc<[Semaphore]> = (0..s).map(|_| Semaphore::counting(0)).collect();
+    let counters = Arc::new(Counters::new(n));
+    let spawner = rt.spawner();
+    let seed = spec.seed;
+    let joins: Vec<_> = (0..n)
+        .map(|i| {
+            let (sems, counters) = (sems.clone(), counters.clone());
+            spawner.spawn(async move {
+                let slot = counters.slot(i);
+                let mut rng = Rng::new(seed, i as u64);
+                let (mut ops, mut blocked) = (0, 0);
+                let mut skip_post = i < s;
+                loop {
+                    let k = rng.below(s);
+                    if !std::mem::take(&mut skip_post) {
+                        sems[k].post();
+                    }
+                    match sems[k].wait().await {
+                        Err(_) => break,
+                        Ok(a) => {
+                            ops += 1;
+                            blocked += u64::from(a.blocked);
+                            slot.publish(ops, blocked);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    let w = measure(&counters, spec.warmup(), spec.duration(), None, 0);
+    emit(Outcome {
+        metrics: vec![
+            Metric::new("ns/op", w.ns_per_op(), "ns"),
+            Metric::new("blocked", w.aux_percent(), "%"),
+        ],
+        ..Outcome::default()
+    });
+    sems.iter().for_each(Semaphore::close);
+    join_all(rt, joins);
+}

@@ -1,0 +1,259 @@
+//! Smoke tests of the suite binary: every workload on every runtime for a few
+//! milliseconds, checked for the shape of what comes out, and the watchdogs
+//! (starvation, deadline) checked on cases built to trip them. No timing is
+//! asserted anywhere: these machines are noisy.
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_fairlane-bench");
+const RUNTIMES: [&str; 3] = ["fairlane", "tokio", "async-executor"];
+const WORKLOADS: [&str; 9] = [
+    "cycle",
+    "yield",
+    "churn",
+    "locality",
+    "transfer",
+    "transfer-park",
+    "spawn",
+    "wake",
+    "idle",
+];
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(args: &[&str]) -> Output {
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run fairlane-bench");
+    assert!(
+        out.status.success(),
+        "fairlane-bench {args:?} failed: {}\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+/// The outcome JSON a child printed.
+fn child(spec: Value) -> Value {
+    let out = Command::new(BIN)
+        .arg("__child")
+        .arg(spec.to_string())
+        .output()
+        .expect("run child");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("FAIRLANE_BENCH_RESULT "))
+        .unwrap_or_else(|| panic!("no result line in {stdout:?}"));
+    serde_json::from_str(line).unwrap()
+}
+
+#[test]
+fn every_workload_on_every_runtime_has_the_right_shape() {
+    let dir = scratch("smoke");
+    let json = dir.join("samples.json");
+    let report = dir.join("report");
+    let out = run(&[
+        "--workloads",
+        &WORKLOADS.join(","),
+        "--runtimes",
+        &RUNTIMES.join(","),
+        "--processors",
+        "2",
+        "--tasks-per-processor",
+        "5",
+        "--runs",
+        "1",
+        "--warmup",
+        "2ms",
+        "--duration",
+        "5ms",
+        "--starve-threshold",
+        "500ms",
+        "--json",
+        json.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+
+    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut seen = BTreeSet::new();
+    for s in &samples {
+        for key in [
+            "runtime",
+            "workload",
+            "processors",
+            "tasks",
+            "value",
+            "unit",
+            "metric",
+            "status",
+        ] {
+            assert!(s.get(key).is_some(), "sample without {key}: {s}");
+        }
+        let workload = s["workload"].as_str().unwrap();
+        let status = s["status"].as_str().unwrap();
+        // Only the fairness workloads may starve; nothing may time out or crash.
+        if workload.starts_with("transfer") {
+            assert!(["ok", "starved"].contains(&status), "{s}");
+        } else {
+            assert_eq!(status, "ok", "{s}");
+        }
+        if status == "ok" {
+            let v = s["value"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("no value: {s}"));
+            assert!(v >= 0.0, "{s}");
+        }
+        assert_eq!(s["processors"], 2, "{s}");
+        seen.insert((
+            workload.to_string(),
+            s["runtime"].as_str().unwrap().to_string(),
+        ));
+    }
+    for w in WORKLOADS {
+        for r in RUNTIMES {
+            assert!(
+                seen.contains(&(w.into(), r.into())),
+                "no sample for {w} on {r}"
+            );
+        }
+    }
+    assert!(seen.contains(&("wake".into(), "thread-floor".into())));
+    let metrics: BTreeSet<&str> = samples
+        .iter()
+        .filter(|s| s["status"] == "ok")
+        .map(|s| s["metric"].as_str().unwrap())
+        .collect();
+    for m in [
+        "ns/op", "blocked", "moved", "ns/spawn", "B/task", "wake p50", "wake p99", "wake max",
+        "cpu",
+    ] {
+        assert!(metrics.contains(m), "no {m} sample: {metrics:?}");
+    }
+
+    let table = String::from_utf8_lossy(&out.stdout);
+    for col in [
+        "| workload",
+        "fairlane",
+        "tokio",
+        "async-executor",
+        "fairlane vs tokio",
+    ] {
+        assert!(table.contains(col), "table lacks {col}:\n{table}");
+    }
+    for w in WORKLOADS {
+        assert!(
+            table.contains(&format!("| {w} ")),
+            "table lacks {w}:\n{table}"
+        );
+    }
+    assert!(table.contains("Physical floor"), "{table}");
+
+    let summary = std::fs::read_to_string(report.join("summary.md")).unwrap();
+    assert!(summary.contains("| workload"));
+    for plot in [
+        "cycle.svg",
+        "transfer-park.svg",
+        "spawn.svg",
+        "wake-latency.svg",
+    ] {
+        let svg =
+            std::fs::read_to_string(report.join(plot)).unwrap_or_else(|e| panic!("{plot}: {e}"));
+        assert!(svg.contains("<svg") && svg.contains("<circle"), "{plot}");
+    }
+}
+
+#[test]
+fn transfer_watchdog_reports_a_starving_runtime() {
+    // One worker thread and a leader that spins without yielding: nobody else
+    // can ever acknowledge, so every runtime without preemption starves.
+    for runtime in ["tokio", "async-executor"] {
+        for workload in ["transfer", "transfer-park"] {
+            let outcome = child(serde_json::json!({
+                "workload": workload,
+                "runtime": runtime,
+                "processors": 1,
+                "tasks": 4,
+                "warmup_ms": 10,
+                "duration_ms": 50,
+                "starve_threshold_ms": 200,
+                "seed": 1,
+            }));
+            assert_eq!(
+                outcome["status"], "starved",
+                "{runtime} {workload}: {outcome}"
+            );
+            let wait = &outcome["metrics"][0];
+            assert_eq!(wait["name"], "max ack wait");
+            assert!(wait["value"].as_f64().unwrap() >= 200.0, "{outcome}");
+        }
+    }
+}
+
+#[test]
+fn starved_runtimes_show_in_the_table_and_are_not_rerun() {
+    let dir = scratch("starve");
+    let json = dir.join("samples.json");
+    // `hang` is a hidden test workload whose child never answers: the suite
+    // must kill it at its deadline, say so, and not run it again.
+    let out = run(&[
+        "--workloads",
+        "hang",
+        "--runtimes",
+        "tokio",
+        "--processors",
+        "1",
+        "--runs",
+        "3",
+        "--warmup",
+        "1ms",
+        "--duration",
+        "1ms",
+        "--child-slack",
+        "300ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("timeout"), "{table}");
+    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(samples.len(), 1, "{samples:?}");
+    assert_eq!(samples[0]["status"], "timeout");
+    assert!(samples[0]["value"].is_null());
+}
+
+#[test]
+fn help_explains_every_option() {
+    let out = run(&["--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for opt in [
+        "--processors",
+        "--tasks-per-processor",
+        "--duration",
+        "--warmup",
+        "--runs",
+        "--workloads",
+        "--runtimes",
+        "--starve-threshold",
+        "--full",
+        "--json",
+        "--report",
+    ] {
+        assert!(help.contains(opt), "--help lacks {opt}");
+    }
+    for hidden in ["__child", "- hang", "idle, hang", "thread-floor"] {
+        assert!(!help.contains(hidden), "--help shows {hidden}:\n{help}");
+    }
+}

@@ -1,0 +1,190 @@
+//! Helpers shared by the integration tests: a deadline that fails a test
+//! instead of hanging it, a lock that keeps the heavy tests of one binary from
+//! running at the same time, a tiny random number generator, a one-shot
+//! signal that tasks and plain threads can wait on, and a drop counter.
+//!
+//! Every test binary includes this module but uses only part of it.
+#![allow(dead_code)]
+
+use std::future::{poll_fn, Future};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::task::{Poll, Wake, Waker};
+use std::thread::{self, Thread};
+use std::time::Duration;
+
+/// A deadline for scenarios that, if the runtime loses a wake-up or starves a
+/// task, would otherwise hang: generous, so that only a real hang trips it.
+pub const DEADLINE: Duration = Duration::from_secs(120);
+
+/// Runs `f` on its own thread and waits at most `deadline` for it. A panic in
+/// `f` is re-raised here; a scenario still running at the deadline fails the
+/// test with `progress()` in the message (the thread is left behind: the test
+/// process is failing anyway).
+pub fn with_deadline<T, F, P>(name: &str, deadline: Duration, progress: P, f: F) -> T
+where
+    T: Send + 'static,
+    F: FnOnce() -> T + Send + 'static,
+    P: Fn() -> String,
+{
+    let (tx, rx) = mpsc::channel();
+    let scenario = thread::Builder::new()
+        .name(format!("scenario-{name}"))
+        .spawn(move || {
+            let _ = tx.send(panic::catch_unwind(AssertUnwindSafe(f)));
+        })
+        .expect("spawn the scenario thread");
+    match rx.recv_timeout(deadline) {
+        Ok(Ok(value)) => {
+            scenario.join().expect("scenario thread exits");
+            value
+        }
+        Ok(Err(payload)) => panic::resume_unwind(payload),
+        Err(_) => panic!(
+            "{name}: still running after {deadline:?} (a lost wake-up or a starved task); \
+             progress: {}",
+            progress()
+        ),
+    }
+}
+
+/// Serialises the CPU-heavy tests of one test binary: on a 2-core machine, two
+/// of them at once mostly measure the operating system's scheduler.
+pub fn serial() -> MutexGuard<'static, ()> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Builds a runtime with `processors` processors and default settings.
+pub fn runtime(processors: usize) -> fairlane::Runtime {
+    fairlane::Runtime::builder()
+        .processors(processors)
+        .build()
+        .expect("build runtime")
+}
+
+/// xorshift64*: reproducible random numbers without a dependency.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Self {
+        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A number in `0..n`.
+    pub fn below(&mut self, n: usize) -> usize {
+        ((self.next_u64() >> 32) % n as u64) as usize
+    }
+}
+
+/// A binary semaphore that a task (`wait().await`) or a plain thread
+/// (`wait_blocking()`) waits on. The flag and the waker live under one lock,
+/// so the primitive itself cannot lose a notification: if the runtime fails
+/// to run a woken task, that is the runtime's fault.
+#[derive(Default)]
+pub struct Signal {
+    state: Mutex<SignalState>,
+}
+
+#[derive(Default)]
+struct SignalState {
+    set: bool,
+    waker: Option<Waker>,
+}
+
+impl Signal {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// Sets the flag and wakes the waiter, if one is registered.
+    pub fn notify(&self) {
+        let waker = {
+            let mut state = self.state.lock().unwrap();
+            state.set = true;
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+
+    /// Waits until the flag is set, and clears it.
+    pub fn wait(&self) -> impl Future<Output = ()> + '_ {
+        poll_fn(move |cx| {
+            let mut state = self.state.lock().unwrap();
+            if state.set {
+                state.set = false;
+                state.waker = None;
+                Poll::Ready(())
+            } else {
+                state.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        })
+    }
+
+    /// `wait` for a thread that is not part of any runtime: parks it.
+    pub fn wait_blocking(&self) {
+        let waker = thread_waker();
+        loop {
+            {
+                let mut state = self.state.lock().unwrap();
+                if state.set {
+                    state.set = false;
+                    state.waker = None;
+                    return;
+                }
+                state.waker = Some(waker.clone());
+            }
+            // A notification between the unlock and the park unparks first,
+            // which makes this park return at once.
+            thread::park();
+        }
+    }
+}
+
+/// A waker that unparks the calling thread.
+pub fn thread_waker() -> Waker {
+    struct Unpark(Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    Waker::from(Arc::new(Unpark(thread::current())))
+}
+
+/// Counts its own drops: put one in a future to prove the future was dropped.
+pub struct DropCounter(pub Arc<AtomicUsize>);
+
+impl Drop for DropCounter {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The message of a panic payload (`&str` or `String`).
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "<non-string panic payload>".to_string()
+    }
+}
