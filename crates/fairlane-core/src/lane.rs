@@ -50,6 +50,12 @@ impl LaneInfo {
         self.head.load(Ordering::Relaxed) != EMPTY
     }
 
+    /// The head's push timestamp, or [`EMPTY`]. Relaxed, like `looks_nonempty`.
+    #[inline]
+    pub fn head(&self) -> u64 {
+        self.head.load(Ordering::Relaxed)
+    }
+
     /// The lane's age at `now`: the head's wait blended with the moving
     /// average of recent waits; 0 for an empty lane.
     #[inline]

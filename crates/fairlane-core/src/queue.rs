@@ -29,7 +29,6 @@ pub(crate) enum Source {
 /// fields while letting other threads read the counters.
 pub(crate) struct Local {
     push_cursor: AtomicUsize,
-    pop_cursor: AtomicUsize,
     pops: AtomicUsize,
     rng: AtomicU64,
     /// Lane index chosen as the next help target, or `NO_TARGET`.
@@ -66,7 +65,6 @@ impl Local {
     fn new(seed: u64) -> Self {
         Self {
             push_cursor: AtomicUsize::new(0),
-            pop_cursor: AtomicUsize::new(0),
             pops: AtomicUsize::new(0),
             rng: AtomicU64::new(seed | 1),
             help_target: AtomicUsize::new(NO_TARGET),
@@ -190,13 +188,12 @@ impl<T> ReadyQueue<T> {
         let local = &self.local[p];
         let lpp = self.lanes_per_processor;
         let base = p * lpp;
-        let own = base + local.pop_cursor.load(Ordering::Relaxed) % lpp;
 
         if self.help_period != 0 && self.processors() > 1 {
             let target = local.help_target.load(Ordering::Relaxed);
             if target != NO_TARGET {
                 local.help_target.store(NO_TARGET, Ordering::Relaxed);
-                if self.much_older(target, own, now) {
+                if self.much_older(target, p, now) {
                     if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
                         return Some((item, Source::Help));
                     }
@@ -209,23 +206,49 @@ impl<T> ReadyQueue<T> {
             }
         }
 
+        // Own lanes, oldest head first: pushes alternate between lanes, and
+        // serving the older head keeps the processor's lanes together a FIFO,
+        // so a task that yields in a loop waits behind every task that was
+        // ready before it, whichever lane it landed in. (Plain round-robin
+        // service would let a short lane's tasks run more often.)
+        let mut skip = usize::MAX;
         for _ in 0..lpp {
-            let l = base + Local::next(&local.pop_cursor) % lpp;
-            if self.info[l].looks_nonempty() {
-                if let Some(item) = self.lanes[l].pop(&self.info[l], now, false) {
-                    return Some((item, Source::Own));
+            let mut best = usize::MAX;
+            let mut best_head = crate::lane::EMPTY;
+            for l in base..base + lpp {
+                let head = self.info[l].head();
+                if l != skip && head < best_head {
+                    best = l;
+                    best_head = head;
                 }
             }
+            if best == usize::MAX {
+                return None;
+            }
+            if let Some(item) = self.lanes[best].pop(&self.info[best], now, false) {
+                return Some((item, Source::Own));
+            }
+            // Busy (a helper holds it) or just emptied: try the next oldest.
+            skip = best;
         }
         None
     }
 
-    /// The age rule: `log2(age(target)) > log2(age(own)) + factor`.
+    /// The age rule: `log2(age(target)) > log2(age(own)) + factor`, where
+    /// our own age is that of our oldest lane.
     #[inline]
-    fn much_older(&self, target: usize, own: usize, now: u64) -> bool {
+    fn much_older(&self, target: usize, p: usize, now: u64) -> bool {
         let log2 = |x: u64| 64 - x.leading_zeros();
         let theirs = self.info[target].age(now);
-        theirs != 0 && log2(theirs) > log2(self.info[own].age(now)) + self.help_factor_log2
+        if theirs == 0 {
+            return false;
+        }
+        let lpp = self.lanes_per_processor;
+        let own = (p * lpp..(p + 1) * lpp)
+            .map(|l| self.info[l].age(now))
+            .max()
+            .unwrap_or(0);
+        log2(theirs) > log2(own) + self.help_factor_log2
     }
 
     /// A uniformly random lane of another processor.

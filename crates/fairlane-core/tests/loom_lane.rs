@@ -11,7 +11,10 @@ use loom::sync::Arc;
 use loom::thread;
 
 fn push(lane: &Lane<u32>, info: &LaneInfo, v: u32, ts: u64) {
-    assert!(matches!(lane.push(info, v, ts, true, || true), PushOutcome::Pushed));
+    assert!(matches!(
+        lane.push(info, v, ts, true, || true),
+        PushOutcome::Pushed
+    ));
 }
 
 #[test]

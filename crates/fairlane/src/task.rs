@@ -185,9 +185,7 @@ impl<T> Future for JoinHandle<T> {
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Pin::new(&mut self.inner).poll(cx).map(|out| match out {
             Some(Ok(value)) => Ok(value),
-            Some(Err(panic)) => Err(JoinError {
-                repr: Repr::Panic(panic),
-            }),
+            Some(Err(panic)) => Err(JoinError::panic(panic)),
             None => Err(JoinError {
                 repr: Repr::Cancelled,
             }),
@@ -257,10 +255,30 @@ pub struct JoinError {
 
 enum Repr {
     Cancelled,
-    Panic(Panic),
+    /// The payload, and its message when it is a string.
+    Panic(SyncPanic, Option<String>),
 }
 
+/// A panic payload that is only ever reached by value, which makes sharing a
+/// `&JoinError` between threads harmless (as tokio's `JoinError` is `Sync`).
+struct SyncPanic(Panic);
+
+// SAFETY: `Sync` only matters for `&SyncPanic`, and no code reads the payload
+// through a shared reference: it leaves only by value (`into_panic`,
+// `try_into_panic`). The message is copied out when the error is made.
+unsafe impl Sync for SyncPanic {}
+
 impl JoinError {
+    fn panic(payload: Panic) -> Self {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned());
+        JoinError {
+            repr: Repr::Panic(SyncPanic(payload), message),
+        }
+    }
+
     /// Whether the task was cancelled.
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
@@ -268,7 +286,7 @@ impl JoinError {
 
     /// Whether the task panicked.
     pub fn is_panic(&self) -> bool {
-        matches!(self.repr, Repr::Panic(_))
+        matches!(self.repr, Repr::Panic(..))
     }
 
     /// The panic payload.
@@ -284,17 +302,14 @@ impl JoinError {
     /// The panic payload, or the error back if the task was cancelled.
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
-            Repr::Panic(panic) => Ok(panic),
+            Repr::Panic(SyncPanic(panic), _) => Ok(panic),
             Repr::Cancelled => Err(self),
         }
     }
 
     fn panic_message(&self) -> Option<&str> {
         match &self.repr {
-            Repr::Panic(p) => p
-                .downcast_ref::<&str>()
-                .copied()
-                .or_else(|| p.downcast_ref::<String>().map(String::as_str)),
+            Repr::Panic(_, message) => message.as_deref(),
             Repr::Cancelled => None,
         }
     }
@@ -304,8 +319,8 @@ impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.repr, self.panic_message()) {
             (Repr::Cancelled, _) => f.write_str("task was cancelled"),
-            (Repr::Panic(_), Some(msg)) => write!(f, "task panicked with message {msg:?}"),
-            (Repr::Panic(_), None) => f.write_str("task panicked"),
+            (Repr::Panic(..), Some(msg)) => write!(f, "task panicked with message {msg:?}"),
+            (Repr::Panic(..), None) => f.write_str("task panicked"),
         }
     }
 }
@@ -314,8 +329,8 @@ impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match (&self.repr, self.panic_message()) {
             (Repr::Cancelled, _) => f.write_str("JoinError::Cancelled"),
-            (Repr::Panic(_), Some(msg)) => write!(f, "JoinError::Panic({msg:?})"),
-            (Repr::Panic(_), None) => f.write_str("JoinError::Panic(..)"),
+            (Repr::Panic(..), Some(msg)) => write!(f, "JoinError::Panic({msg:?})"),
+            (Repr::Panic(..), None) => f.write_str("JoinError::Panic(..)"),
         }
     }
 }

@@ -352,19 +352,11 @@ fn yield_fairness(processors: usize, lanes: usize, spawn_from: SpawnFrom, trials
     });
 }
 
-// Known runtime bug (reported; ignored until fixed). A processor pops its
-// lanes round-robin (`pop_cursor`) and pushes yielded tasks round-robin
-// (`push_cursor`); both advance once per poll, so in one of the two phases a
-// task yielded from lane k goes straight back to lane k, forever. The lanes'
-// lengths then set the poll rates: with 14 tasks in one lane and 6 in the
-// other, the 6 are polled 14/6 = 2.33 times as often as the 14. Tasks spawned
-// from outside land on a lane by the clock's low bits, so the split is random
-// and the single-trial failure rate is about 10%; 20 trials catch it most of
-// the time. The observed ratios are exactly the lane ratios 11/9, 12/8, 13/7,
-// 14/6.
+// A processor serves its own lanes oldest head first. (An earlier version
+// served them round-robin while pushing round-robin: a yielded task could go
+// straight back to its own lane forever, and the lanes' lengths then set the
+// poll rates, up to 14/6 with 20 tasks. These tests caught it.)
 #[test]
-#[ignore = "runtime bug: with 2 lanes per processor, yielding tasks stay in their lane and the \
-            tasks of the shorter lane are polled up to (long lane / short lane) times as often"]
 fn yield_fairness_1_processor() {
     yield_fairness(1, 2, SpawnFrom::BlockOn, 20);
 }
@@ -373,15 +365,11 @@ fn yield_fairness_1_processor() {
 // so a 10-trial run fails about one time in six: probably the same lane
 // lock per processor, blurred by tasks moving between processors.
 #[test]
-#[ignore = "runtime bug: yielding tasks stay in their lane (see above); 2x poll ratios in about \
-            one trial in 60 with 2 processors"]
 fn yield_fairness_2_processors() {
     yield_fairness(2, 2, SpawnFrom::BlockOn, 10);
 }
 
 #[test]
-#[ignore = "runtime bug: yielding tasks stay in their lane (see above); 2x poll ratios in about \
-            one trial in 60 with 2 processors"]
 fn yield_fairness_2_processors_spawned_from_a_task() {
     yield_fairness(2, 2, SpawnFrom::Task, 10);
 }
