@@ -85,7 +85,8 @@ pub struct Config {
     /// A help target is drawn every `help_period` pops and checked on the
     /// next one; 0 disables helping.
     pub help_period: u32,
-    /// Help when `log2(target age) > log2(own age) + help_factor_log2`.
+    /// Help when `target age / 2^help_factor_log2 > own age` (default 1:
+    /// twice as old).
     pub help_factor_log2: u32,
     /// Random single-lane try-pops on other processors before a full scan.
     pub steal_attempts: usize,
@@ -103,7 +104,7 @@ impl Config {
             processors,
             lanes_per_processor: 2,
             help_period: 2,
-            help_factor_log2: 3,
+            help_factor_log2: 1,
             steal_attempts: 4,
             spin_rounds: 4,
         }

@@ -200,9 +200,11 @@ impl<T> ReadyQueue<T> {
                 }
             }
             if Local::next(&local.pops) % self.help_period == 0 {
-                local
-                    .help_target
-                    .store(self.random_foreign_lane(p), Ordering::Relaxed);
+                let target = self.random_foreign_lane(p);
+                local.help_target.store(target, Ordering::Relaxed);
+                // The target is checked on the next pop: start fetching its
+                // side-array line now, so the check does not wait for it.
+                prefetch(&*self.info[target]);
             }
         }
 
@@ -234,21 +236,18 @@ impl<T> ReadyQueue<T> {
         None
     }
 
-    /// The age rule: `log2(age(target)) > log2(age(own)) + factor`, where
-    /// our own age is that of our oldest lane.
+    /// The age rule: `age(target) > age(own) × 2^factor`, where our own age
+    /// is that of our oldest lane.
     #[inline]
     fn much_older(&self, target: usize, p: usize, now: u64) -> bool {
-        let log2 = |x: u64| 64 - x.leading_zeros();
         let theirs = self.info[target].age(now);
         if theirs == 0 {
             return false;
         }
         let lpp = self.lanes_per_processor;
-        let own = (p * lpp..(p + 1) * lpp)
-            .map(|l| self.info[l].age(now))
-            .max()
-            .unwrap_or(0);
-        log2(theirs) > log2(own) + self.help_factor_log2
+        let own = (p * lpp..(p + 1) * lpp).map(|l| self.info[l].age(now)).max().unwrap_or(0);
+        // `theirs / 2^factor > own`, which cannot overflow.
+        theirs >> self.help_factor_log2 > own
     }
 
     /// A uniformly random lane of another processor.
@@ -338,4 +337,18 @@ impl<T> ReadyQueue<T> {
         }
         out
     }
+}
+
+/// Hints the CPU to bring `value`'s cache line in; a no-op where there is no
+/// such instruction.
+#[inline(always)]
+fn prefetch<T>(value: &T) {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse"))]
+    // SAFETY: a prefetch has no architectural effect (it cannot fault, even on
+    // an invalid address); `value` is a valid reference anyway.
+    unsafe {
+        core::arch::x86_64::_mm_prefetch(value as *const T as *const i8, core::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
+    let _ = value;
 }
