@@ -4,6 +4,12 @@
 /// scheduler core. The core knows nothing of threads, clocks or system calls;
 /// everything it needs from them goes through these four methods.
 ///
+/// # Safety
+/// Implementations must keep the contract below; the core's memory safety
+/// relies on [`current_processor`](Host::current_processor) in particular
+/// (a thread it names as processor `p` is inside `run_processor(p)` of this
+/// cluster, which keeps the cluster alive).
+///
 /// # Contract
 /// - [`now`](Host::now) is monotonic per thread and cheap; its unit is the
 ///   host's own (TSC ticks, nanoseconds). Ages are compared as ratios, so the
@@ -21,7 +27,8 @@
 /// ```
 /// use core::sync::atomic::{AtomicU64, Ordering};
 /// struct CountingHost(AtomicU64);
-/// impl fairlane_core::Host for CountingHost {
+/// // SAFETY: no thread ever claims to be a processor.
+/// unsafe impl fairlane_core::Host for CountingHost {
 ///     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
 ///     fn current_processor(&self) -> Option<usize> { None }
 ///     fn park(&self, _processor: usize) {}
@@ -30,7 +37,7 @@
 /// let host = CountingHost(AtomicU64::new(0));
 /// assert!(fairlane_core::Host::now(&host) < fairlane_core::Host::now(&host));
 /// ```
-pub trait Host: Send + Sync + 'static {
+pub unsafe trait Host: Send + Sync + 'static {
     /// A monotonic timestamp.
     fn now(&self) -> u64;
     /// The processor of this cluster the calling thread runs, if any.

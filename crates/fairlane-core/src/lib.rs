@@ -17,7 +17,8 @@
 //! use fairlane_core::{Cluster, Config, Host};
 //!
 //! struct MyHost(AtomicU64);
-//! impl Host for MyHost {
+//! // SAFETY: no thread ever claims to be a processor.
+//! unsafe impl Host for MyHost {
 //!     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
 //!     fn current_processor(&self) -> Option<usize> { None }
 //!     fn park(&self, _: usize) { std::thread::yield_now() }
@@ -103,7 +104,7 @@ impl Config {
         Self {
             processors,
             lanes_per_processor: 2,
-            help_period: 2,
+            help_period: 8,
             help_factor_log2: 1,
             steal_attempts: 4,
             spin_rounds: 4,

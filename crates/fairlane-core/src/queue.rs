@@ -245,7 +245,10 @@ impl<T> ReadyQueue<T> {
             return false;
         }
         let lpp = self.lanes_per_processor;
-        let own = (p * lpp..(p + 1) * lpp).map(|l| self.info[l].age(now)).max().unwrap_or(0);
+        let own = (p * lpp..(p + 1) * lpp)
+            .map(|l| self.info[l].age(now))
+            .max()
+            .unwrap_or(0);
         // `theirs / 2^factor > own`, which cannot overflow.
         theirs >> self.help_factor_log2 > own
     }
@@ -347,7 +350,10 @@ fn prefetch<T>(value: &T) {
     // SAFETY: a prefetch has no architectural effect (it cannot fault, even on
     // an invalid address); `value` is a valid reference anyway.
     unsafe {
-        core::arch::x86_64::_mm_prefetch(value as *const T as *const i8, core::arch::x86_64::_MM_HINT_T0);
+        core::arch::x86_64::_mm_prefetch(
+            value as *const T as *const i8,
+            core::arch::x86_64::_MM_HINT_T0,
+        );
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
     let _ = value;

@@ -18,7 +18,7 @@ use crate::{Config, ConfigError, Host, ProcessorCounters};
 /// ```
 /// # use core::sync::atomic::{AtomicU64, Ordering};
 /// # struct H(AtomicU64);
-/// # impl fairlane_core::Host for H {
+/// # unsafe impl fairlane_core::Host for H {
 /// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
 /// #     fn current_processor(&self) -> Option<usize> { None }
 /// #     fn park(&self, _: usize) {}
@@ -67,15 +67,33 @@ impl<T, H: Host> Scheduler<T, H> {
     #[inline]
     pub fn push(&self, item: T, preferred: Option<usize>) -> Result<(), T> {
         match self.host.current_processor() {
-            Some(p) => self.queue.push_local(p, item)?,
-            None => self.queue.push_remote(preferred, item, self.host.now())?,
+            Some(p) => self.push_local(p, item),
+            None => self.push_remote(item, preferred),
         }
-        // Waker side of the idle handshake (idle.md): the push is complete
-        // (its lane lock released) before this fence; the published sleeper
-        // is read after it.
+    }
+
+    /// [`push`](Self::push) from processor `p`'s own thread.
+    #[inline]
+    pub fn push_local(&self, p: usize, item: T) -> Result<(), T> {
+        self.queue.push_local(p, item)?;
+        self.notify_after_push();
+        Ok(())
+    }
+
+    /// [`push`](Self::push) from a thread that is not a processor.
+    pub fn push_remote(&self, item: T, preferred: Option<usize>) -> Result<(), T> {
+        self.queue.push_remote(preferred, item, self.host.now())?;
+        self.notify_after_push();
+        Ok(())
+    }
+
+    /// Waker side of the idle handshake (idle.md): the push is complete (its
+    /// lane lock released) before this fence; the published sleeper is read
+    /// after it.
+    #[inline]
+    fn notify_after_push(&self) {
         fence(Ordering::SeqCst);
         self.idle.notify_one(&self.host);
-        Ok(())
     }
 
     /// The next item for processor `p`, sleeping while there is none.

@@ -22,18 +22,52 @@ use crate::{Config, ConfigError, Host, ProcessorCounters, Scheduler};
 const NO_PROCESSOR: u32 = u32::MAX;
 
 /// Scheduling metadata stored in every task's header.
-#[derive(Debug)]
-pub struct TaskMeta {
+pub struct TaskMeta<H: Host> {
     /// The processor that last polled the task: outside wakes go there.
     preferred: AtomicU32,
+    /// The task's cluster. Kept here rather than captured by the schedule
+    /// function: `async-task` wraps every call of a schedule function that
+    /// captures anything in a waker clone and drop (two atomic
+    /// read-modify-writes per wake), and a zero-sized one skips that.
+    cluster: Arc<Cluster<H>>,
 }
 
-impl TaskMeta {
+impl<H: Host> TaskMeta<H> {
     fn preferred(&self) -> Option<usize> {
         match self.preferred.load(Ordering::Relaxed) {
             NO_PROCESSOR => None,
             p => Some(p as usize),
         }
+    }
+}
+
+impl<H: Host> core::fmt::Debug for TaskMeta<H> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("TaskMeta")
+            .field("preferred", &self.preferred())
+            .finish_non_exhaustive()
+    }
+}
+
+/// The schedule function of every task: a zero-sized function item (see
+/// [`TaskMeta::cluster`]). A closed cluster hands the runnable back, and
+/// dropping it drops the future (cancels the task).
+fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
+    let meta = runnable.metadata();
+    if let Some(p) = meta.cluster.host().current_processor() {
+        let cluster: *const Cluster<H> = &*meta.cluster;
+        // SAFETY: by the `Host` contract this thread is inside
+        // `cluster.run_processor(p)`, whose `&self` borrow keeps the cluster
+        // alive for the whole of this call — also after the push, when the
+        // runnable (and with it `meta`) may already be another processor's.
+        let cluster = unsafe { &*cluster };
+        drop(cluster.sched.push_local(p, runnable));
+    } else {
+        // Outside a processor nothing else is known to keep the cluster alive
+        // once the runnable is queued: hold a reference across the push.
+        let preferred = meta.preferred();
+        let cluster = meta.cluster.clone();
+        drop(cluster.sched.push_remote(runnable, preferred));
     }
 }
 
@@ -64,7 +98,7 @@ type Registry = SpinLock<Slab<Arc<TaskCtl>>>;
 /// once per processor, each on its own thread, and stops it with
 /// [`shutdown`](Cluster::shutdown) and [`cancel_all`](Cluster::cancel_all).
 pub struct Cluster<H: Host> {
-    sched: Scheduler<Runnable<TaskMeta>, H>,
+    sched: Scheduler<Runnable<TaskMeta<H>>, H>,
     /// Live tasks, sharded by spawning processor (the last shard for outside
     /// threads) so that spawns on different processors do not contend.
     registry: alloc::boxed::Box<[CachePadded<Registry>]>,
@@ -77,7 +111,7 @@ impl<H: Host> Cluster<H> {
     /// ```
     /// # use core::sync::atomic::{AtomicU64, Ordering};
     /// # struct H(AtomicU64);
-    /// # impl fairlane_core::Host for H {
+    /// # unsafe impl fairlane_core::Host for H {
     /// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
     /// #     fn current_processor(&self) -> Option<usize> { None }
     /// #     fn park(&self, _: usize) {}
@@ -111,7 +145,7 @@ impl<H: Host> Cluster<H> {
     /// lanes when called from one). `None` from the handle means the task
     /// was aborted or cancelled by shutdown. After shutdown the future is
     /// dropped at once and the handle reports cancellation.
-    pub fn spawn<F>(self: &Arc<Self>, future: F) -> TaskHandle<F::Output>
+    pub fn spawn<F>(self: &Arc<Self>, future: F) -> TaskHandle<F::Output, H>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -138,19 +172,12 @@ impl<H: Host> Cluster<H> {
                 key,
             },
         };
-        let cluster = self.clone();
-        let schedule = move |runnable: Runnable<TaskMeta>| {
-            let preferred = runnable.metadata().preferred();
-            if let Err(runnable) = cluster.sched.push(runnable, preferred) {
-                // Closed: dropping the runnable drops the future (cancels it).
-                drop(runnable);
-            }
-        };
         let (runnable, task) = Builder::new()
             .metadata(TaskMeta {
                 preferred: AtomicU32::new(NO_PROCESSOR),
+                cluster: self.clone(),
             })
-            .spawn(move |_| supervised, schedule);
+            .spawn(move |_| supervised, schedule::<H>);
         ctl.waker.lock().with(|w| *w = Some(runnable.waker()));
         runnable.schedule();
         TaskHandle {
@@ -260,13 +287,13 @@ impl<F: Future, H: Host> Future for Supervised<F, H> {
 }
 
 /// The spawner's side of a task: await it, abort it, or drop it to detach.
-pub struct TaskHandle<T> {
+pub struct TaskHandle<T, H: Host> {
     /// `None` only inside `drop`.
-    task: Option<FallibleTask<Option<T>, TaskMeta>>,
+    task: Option<FallibleTask<Option<T>, TaskMeta<H>>>,
     ctl: Arc<TaskCtl>,
 }
 
-impl<T> TaskHandle<T> {
+impl<T, H: Host> TaskHandle<T, H> {
     /// Asks the task to stop: it is not polled again; its future is dropped
     /// on a processor. A task that already finished keeps its output.
     pub fn abort(&self) {
@@ -286,7 +313,7 @@ impl<T> TaskHandle<T> {
     }
 }
 
-impl<T> Drop for TaskHandle<T> {
+impl<T, H: Host> Drop for TaskHandle<T, H> {
     fn drop(&mut self) {
         // Dropping an `async-task` handle would cancel the task; fairlane's
         // handles detach, as tokio's do.
@@ -296,7 +323,7 @@ impl<T> Drop for TaskHandle<T> {
     }
 }
 
-impl<T> Future for TaskHandle<T> {
+impl<T, H: Host> Future for TaskHandle<T, H> {
     type Output = Option<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {

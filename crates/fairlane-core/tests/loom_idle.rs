@@ -41,7 +41,9 @@ impl LoomHost {
     }
 }
 
-impl Host for LoomHost {
+// SAFETY: `current_processor` names a thread only after `register`, which
+// processor threads call right before running the scheduler.
+unsafe impl Host for LoomHost {
     fn now(&self) -> u64 {
         1
     }

@@ -38,13 +38,23 @@ impl StdHost {
         PROCESSOR.with(|c| c.set(Some((self.id, p))));
     }
 
+    /// Called when processor `p`'s loop has returned: from now on the thread
+    /// is no longer a processor (the `Host` contract).
+    pub(crate) fn unregister_current(&self) {
+        PROCESSOR.with(|c| c.set(None));
+    }
+
     /// Whether the calling thread is one of this runtime's processors.
     pub(crate) fn is_own_processor(&self) -> bool {
         self.current_processor().is_some()
     }
 }
 
-impl Host for StdHost {
+// SAFETY: `current_processor` returns `Some(p)` only on the thread that
+// called `register_current(p)` for this runtime, and the runtime calls that
+// right before `Cluster::run_processor(p)` on the processor thread, which runs
+// nothing else until the loop returns.
+unsafe impl Host for StdHost {
     #[inline]
     fn now(&self) -> u64 {
         // The TSC is constant-rate and synchronised across cores on every

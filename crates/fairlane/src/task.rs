@@ -128,7 +128,7 @@ impl<F: Future> Future for CatchUnwind<F> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct JoinHandle<T> {
-    inner: fairlane_core::TaskHandle<Result<T, Panic>>,
+    inner: fairlane_core::TaskHandle<Result<T, Panic>, crate::host::StdHost>,
 }
 
 impl<T> JoinHandle<T> {

@@ -210,8 +210,8 @@ impl fmt::Debug for Runtime {
 /// let rt = fairlane::Runtime::builder()
 ///     .processors(2)
 ///     .lanes_per_processor(2)
-///     .help_period(2)
-///     .help_factor_log2(3)
+///     .help_period(8)
+///     .help_factor_log2(1)
 ///     .thread_name("worker")
 ///     .build()?;
 /// # Ok::<(), std::io::Error>(())
@@ -230,7 +230,7 @@ impl Default for Builder {
 
 impl Builder {
     /// Defaults: one processor per available core, 2 lanes each, a help check
-    /// every 2 pops with a factor of 8 (`log2` + 3).
+    /// every 8 pops, helping lanes twice as old as one's own.
     ///
     /// # Example
     /// ```
@@ -270,7 +270,7 @@ impl Builder {
     }
 
     /// A help target is drawn every `pops` pops and checked on the next one
-    /// (default 2). 0 disables helping: a task behind a processor stuck in a
+    /// (default 8). 0 disables helping: a task behind a processor stuck in a
     /// task that never yields then waits until that processor is free.
     ///
     /// # Example
@@ -283,8 +283,8 @@ impl Builder {
         self
     }
 
-    /// A processor helps another when `log2(their age) > log2(own age) +
-    /// factor` (default 3: eight times older). At most 63.
+    /// A processor helps another when `their age / 2^factor > own age`
+    /// (default 1: twice as old). At most 63.
     ///
     /// # Example
     /// ```
@@ -363,6 +363,7 @@ fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>)
     cluster.host().register_current(p);
     let guard = context::enter(handle);
     cluster.run_processor(p);
+    cluster.host().unregister_current();
     drop(guard);
     let (count, cvar) = &*exited;
     *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
