@@ -34,6 +34,7 @@ pub struct LaneInfo {
 }
 
 impl LaneInfo {
+    /// The entry of an empty lane.
     pub fn new() -> Self {
         Self {
             head: AtomicU64::new(EMPTY),
@@ -71,6 +72,7 @@ impl LaneInfo {
 }
 
 impl<T> Lane<T> {
+    /// An empty lane.
     pub fn new() -> Self {
         Self {
             items: SpinLock::new(VecDeque::new()),
@@ -144,7 +146,10 @@ impl<T> Lane<T> {
 
 /// Result of [`Lane::push`].
 pub enum PushOutcome<T> {
+    /// The item is in the lane.
     Pushed,
+    /// The lane was locked (only without `wait`): the item back.
     Busy(T),
+    /// The queue is closed: the item back.
     Closed(T),
 }
