@@ -93,6 +93,14 @@ pub struct Config {
     pub steal_attempts: usize,
     /// Rounds of a short spin (64 pause hints each) before idle sleep.
     pub spin_rounds: u32,
+    /// A processor that found work in its last round reads the host's clock
+    /// only every `clock_period` iterations and reuses the last reading in
+    /// between (1: every iteration). Timestamps then lag by at most that many
+    /// polls, which only makes pushed tasks look older — helped sooner, never
+    /// later — while a clock read can cost as much as a whole poll (`rdtsc`
+    /// on a virtual machine). Any round after one that found no work reads
+    /// the clock afresh.
+    pub clock_period: u32,
 }
 
 /// Most processors a cluster may have.
@@ -108,6 +116,7 @@ impl Config {
             help_factor_log2: 1,
             steal_attempts: 4,
             spin_rounds: 4,
+            clock_period: 4,
         }
     }
 
@@ -121,6 +130,9 @@ impl Config {
         }
         if self.lanes_per_processor == 0 {
             return Err(ConfigError::ZeroLanes);
+        }
+        if self.clock_period == 0 {
+            return Err(ConfigError::ZeroClockPeriod);
         }
         if self.help_factor_log2 > 63 {
             return Err(ConfigError::HelpFactorTooLarge(self.help_factor_log2));
@@ -147,6 +159,8 @@ pub enum ConfigError {
     ZeroLanes,
     /// `help_factor_log2` was above 63.
     HelpFactorTooLarge(u32),
+    /// `clock_period` was 0.
+    ZeroClockPeriod,
 }
 
 impl fmt::Display for ConfigError {
@@ -160,6 +174,7 @@ impl fmt::Display for ConfigError {
             Self::HelpFactorTooLarge(n) => {
                 write!(f, "help_factor_log2 must be at most 63 (got {n})")
             }
+            Self::ZeroClockPeriod => f.write_str("clock_period must be at least 1 (got 0)"),
         }
     }
 }

@@ -50,13 +50,13 @@ pub(crate) struct Counters {
     pub(crate) steals: AtomicU64,
 }
 
-/// Adds one to an owner-written counter without a read-modify-write.
+/// Adds one to an owner-written counter without a read-modify-write, and
+/// returns the new value.
 #[inline]
-pub(crate) fn bump(counter: &AtomicU64) {
-    counter.store(
-        counter.load(Ordering::Relaxed).wrapping_add(1),
-        Ordering::Relaxed,
-    );
+pub(crate) fn bump(counter: &AtomicU64) -> u64 {
+    let value = counter.load(Ordering::Relaxed).wrapping_add(1);
+    counter.store(value, Ordering::Relaxed);
+    value
 }
 
 const NO_TARGET: usize = usize::MAX;

@@ -36,6 +36,7 @@ pub struct Scheduler<T, H> {
     idle: Idle,
     host: H,
     spin_rounds: u32,
+    clock_period: u64,
 }
 
 impl<T, H: Host> Scheduler<T, H> {
@@ -47,6 +48,7 @@ impl<T, H: Host> Scheduler<T, H> {
             idle: Idle::new(config.processors),
             host,
             spin_rounds: config.spin_rounds,
+            clock_period: u64::from(config.clock_period),
         })
     }
 
@@ -105,10 +107,20 @@ impl<T, H: Host> Scheduler<T, H> {
         // wake another sleeper if still more work is visible (idle.md, the
         // hand-over rule).
         let mut handing_over = false;
+        // The first round of a call may reuse the clock read of an earlier
+        // iteration (see `Config::clock_period`); a round after one that found
+        // nothing always reads it afresh.
+        let mut may_reuse_clock = true;
         loop {
-            bump(&local.counters.iterations);
-            let now = self.host.now();
-            local.now.store(now, Ordering::Relaxed);
+            let iteration = bump(&local.counters.iterations);
+            let now = if may_reuse_clock && iteration % self.clock_period != 0 {
+                local.now.load(Ordering::Relaxed)
+            } else {
+                let now = self.host.now();
+                local.now.store(now, Ordering::Relaxed);
+                now
+            };
+            may_reuse_clock = false;
             if self.queue.is_closed() {
                 return None;
             }
@@ -152,8 +164,12 @@ impl<T, H: Host> Scheduler<T, H> {
         let counters = &self.queue.local[p].counters;
         match source {
             Source::Own => {}
-            Source::Help => bump(&counters.helps),
-            Source::Steal => bump(&counters.steals),
+            Source::Help => {
+                bump(&counters.helps);
+            }
+            Source::Steal => {
+                bump(&counters.steals);
+            }
         }
         if handing_over && self.queue.any_visible() {
             self.idle.notify_one(&self.host);
