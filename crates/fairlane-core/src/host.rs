@@ -47,4 +47,14 @@ pub unsafe trait Host: Send + Sync + 'static {
     fn park(&self, processor: usize);
     /// Wakes processor `processor`'s thread, or makes its next `park` return.
     fn unpark(&self, processor: usize);
+
+    /// The last-level cache processor `processor` runs under, as a small
+    /// number; processors with equal numbers share it. Help targets are drawn
+    /// among those 15 times in 16. Asked once, when the cluster is built. The
+    /// default, one domain for all, suits hosts that do not pin processors to
+    /// cores (the std runtime today).
+    fn cache_domain(&self, processor: usize) -> usize {
+        let _ = processor;
+        0
+    }
 }

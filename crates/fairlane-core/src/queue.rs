@@ -106,11 +106,23 @@ pub(crate) struct ReadyQueue<T> {
     closed: CachePadded<AtomicBool>,
     /// Spreads pushes from outside threads that have no preferred processor.
     outside: CachePadded<AtomicUsize>,
+    /// Per processor, the other processors sharing its last-level cache (as
+    /// the host reports it): preferred help targets.
+    near: Box<[Box<[usize]>]>,
 }
 
 impl<T> ReadyQueue<T> {
-    pub(crate) fn new(config: &Config) -> Self {
+    /// `cache_domain(p)` names processor `p`'s last-level cache.
+    pub(crate) fn new(config: &Config, cache_domain: impl Fn(usize) -> usize) -> Self {
         let n = config.processors * config.lanes_per_processor;
+        let domains: Vec<usize> = (0..config.processors).map(cache_domain).collect();
+        let near = (0..config.processors)
+            .map(|p| {
+                (0..config.processors)
+                    .filter(|&q| q != p && domains[q] == domains[p])
+                    .collect()
+            })
+            .collect();
         Self {
             lanes: (0..n).map(|_| CachePadded::new(Lane::new())).collect(),
             info: (0..n).map(|_| CachePadded::new(LaneInfo::new())).collect(),
@@ -127,6 +139,7 @@ impl<T> ReadyQueue<T> {
             steal_attempts: config.steal_attempts,
             closed: CachePadded::new(AtomicBool::new(false)),
             outside: CachePadded::new(AtomicUsize::new(0)),
+            near,
         }
     }
 
@@ -200,7 +213,7 @@ impl<T> ReadyQueue<T> {
                 }
             }
             if Local::next(&local.pops) % self.help_period == 0 {
-                let target = self.random_foreign_lane(p);
+                let target = self.random_help_target(p);
                 local.help_target.store(target, Ordering::Relaxed);
                 // The target is checked on the next pop: start fetching its
                 // side-array line now, so the check does not wait for it.
@@ -251,6 +264,19 @@ impl<T> ReadyQueue<T> {
             .unwrap_or(0);
         // `theirs / 2^factor > own`, which cannot overflow.
         theirs >> self.help_factor_log2 > own
+    }
+
+    /// A random lane of another processor, one sharing our last-level cache
+    /// 15 times in 16 when there is one (the rest keeps every lane of the
+    /// cluster within reach of help).
+    fn random_help_target(&self, p: usize) -> usize {
+        let near = &self.near[p];
+        let r = self.local[p].random();
+        if near.is_empty() || r & 15 == 0 || near.len() + 1 == self.processors() {
+            return self.random_foreign_lane(p);
+        }
+        let other = near[(r >> 4) as usize % near.len()];
+        other * self.lanes_per_processor + ((r >> 40) as usize) % self.lanes_per_processor
     }
 
     /// A uniformly random lane of another processor.
@@ -357,4 +383,73 @@ fn prefetch<T>(value: &T) {
     }
     #[cfg(not(all(target_arch = "x86_64", target_feature = "sse")))]
     let _ = value;
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn queue(processors: usize, domain: impl Fn(usize) -> usize) -> ReadyQueue<u32> {
+        let mut config = Config::new(processors);
+        config.lanes_per_processor = 2;
+        ReadyQueue::new(&config, domain)
+    }
+
+    #[test]
+    fn help_targets_prefer_the_shared_cache_but_reach_every_processor() {
+        // Processors 0-3 share one cache, 4-7 another.
+        let q = queue(8, |p| p / 4);
+        let mut near = 0;
+        let mut seen = [false; 8];
+        for _ in 0..16_000 {
+            let target = q.random_help_target(1) / 2;
+            assert_ne!(target, 1, "a processor never helps itself");
+            seen[target] = true;
+            near += usize::from(target < 4);
+        }
+        // 15/16 drawn near, plus the uniform 1/16 landing near 3 times in 7.
+        assert!(
+            near > 14_500,
+            "only {near} of 16000 targets shared the cache"
+        );
+        assert!(
+            seen.iter().enumerate().all(|(p, &s)| s || p == 1),
+            "{seen:?}"
+        );
+    }
+
+    #[test]
+    fn one_cache_domain_draws_uniformly() {
+        let q = queue(4, |_| 0);
+        let mut counts = [0usize; 4];
+        for _ in 0..12_000 {
+            counts[q.random_help_target(0) / 2] += 1;
+        }
+        assert_eq!(counts[0], 0);
+        assert!(counts[1..].iter().all(|&c| c > 3_000), "{counts:?}");
+    }
+
+    #[test]
+    fn own_lanes_are_served_oldest_head_first() {
+        let q = queue(1, |_| 0);
+        // Outside pushes choose the lane by the timestamp's bits 4 and up:
+        // stamps 1-3 land in lane 0, stamp 16 in lane 1. Oldest first gives
+        // push order; round-robin service would give 0, 3, 1, 2.
+        for (item, ts) in [(0u32, 1u64), (1, 2), (2, 3), (3, 16)] {
+            q.push_remote(Some(0), item, ts).unwrap();
+        }
+        let order: Vec<u32> = (0..4).map(|_| q.pop(0, 100).unwrap().0).collect();
+        assert_eq!(order, [0, 1, 2, 3]);
+        assert!(q.pop(0, 100).is_none());
+    }
+
+    #[test]
+    fn a_closed_queue_hands_pushes_back_and_drains_everything() {
+        let q = queue(2, |_| 0);
+        q.push_remote(Some(1), 7, 1).unwrap();
+        q.close();
+        assert_eq!(q.push_remote(Some(0), 8, 2), Err(8));
+        assert_eq!(q.drain(), [7]);
+        assert!(!q.any_visible());
+    }
 }

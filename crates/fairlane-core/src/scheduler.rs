@@ -44,7 +44,7 @@ impl<T, H: Host> Scheduler<T, H> {
     pub fn new(config: Config, host: H) -> Result<Self, ConfigError> {
         config.validate()?;
         Ok(Self {
-            queue: ReadyQueue::new(&config),
+            queue: ReadyQueue::new(&config, |p| host.cache_domain(p)),
             idle: Idle::new(config.processors),
             host,
             spin_rounds: config.spin_rounds,
