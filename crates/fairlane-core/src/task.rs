@@ -266,6 +266,14 @@ impl<H: Host> Drop for RegistrySlot<H> {
 }
 
 /// The future a task actually runs: the user's future, cut short by abort.
+///
+/// Aligned to 128 bytes (two cache lines, the unit adjacent-line prefetchers
+/// fetch): `async-task` lays a task out as one allocation whose alignment is
+/// that of its largest-aligned part, so this gives every task cache lines of
+/// its own. Without it the header of one task (written by every wake and
+/// poll) can share a line with the end of another task's future, polled on
+/// another processor.
+#[repr(align(128))]
 struct Supervised<F, H: Host> {
     future: F,
     slot: RegistrySlot<H>,
