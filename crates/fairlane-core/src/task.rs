@@ -97,6 +97,52 @@ type Registry = SpinLock<Slab<Arc<TaskCtl>>>;
 /// A host runs a cluster by calling [`run_processor`](Cluster::run_processor)
 /// once per processor, each on its own thread, and stops it with
 /// [`shutdown`](Cluster::shutdown) and [`cancel_all`](Cluster::cancel_all).
+///
+/// # Example
+/// The whole life of a cluster on a minimal host (std threads, a counter for
+/// a clock):
+/// ```
+/// use std::sync::atomic::{AtomicU64, Ordering};
+/// use std::sync::{Mutex, OnceLock};
+/// use std::thread::Thread;
+/// use fairlane_core::{Cluster, Config, Host};
+///
+/// std::thread_local!(static ME: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) });
+/// struct Threads { clock: AtomicU64, threads: [OnceLock<Thread>; 2] }
+/// // SAFETY: a thread names itself processor `p` only inside `run_processor(p)`.
+/// unsafe impl Host for Threads {
+///     fn now(&self) -> u64 { self.clock.fetch_add(1, Ordering::Relaxed) }
+///     fn current_processor(&self) -> Option<usize> { ME.with(|m| m.get()) }
+///     fn park(&self, _: usize) { std::thread::park() }
+///     fn unpark(&self, p: usize) { if let Some(t) = self.threads[p].get() { t.unpark() } }
+/// }
+///
+/// let host = Threads { clock: AtomicU64::new(0), threads: [OnceLock::new(), OnceLock::new()] };
+/// let cluster = Cluster::new(Config::new(2), host).unwrap();
+/// let processors: Vec<_> = (0..2)
+///     .map(|p| {
+///         let cluster = cluster.clone();
+///         std::thread::spawn(move || {
+///             cluster.host().threads[p].set(std::thread::current()).unwrap();
+///             ME.with(|m| m.set(Some(p)));
+///             cluster.run_processor(p);
+///             ME.with(|m| m.set(None));
+///         })
+///     })
+///     .collect();
+///
+/// let done = cluster.spawn(async { 1 + 1 });
+/// let parked = cluster.spawn(std::future::pending::<()>());
+/// while !done.is_finished() { std::thread::yield_now(); }
+/// assert_eq!(cluster.live_tasks(), 1); // `parked`
+///
+/// cluster.shutdown();
+/// for p in processors { p.join().unwrap(); }
+/// cluster.cancel_all(); // drops `parked`'s future
+/// assert_eq!(cluster.live_tasks(), 0);
+/// assert!(parked.is_finished());
+/// assert!(cluster.counters(0).polls + cluster.counters(1).polls >= 2);
+/// ```
 pub struct Cluster<H: Host> {
     sched: Scheduler<Runnable<TaskMeta<H>>, H>,
     /// Live tasks, sharded by spawning processor (the last shard for outside
