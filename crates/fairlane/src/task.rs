@@ -47,6 +47,49 @@ where
     }
 }
 
+/// Runs the blocking closure `f` on a thread of the current runtime's
+/// blocking pool, so that no processor waits for it, and returns a handle to
+/// its result. The pool starts threads as jobs arrive (up to
+/// [`Builder::max_blocking_threads`](crate::Builder::max_blocking_threads))
+/// and lets idle ones exit after
+/// [`Builder::thread_keep_alive`](crate::Builder::thread_keep_alive).
+/// Inside `f`, [`Handle::current`](crate::Handle::current) works and
+/// [`Handle::block_on`](crate::Handle::block_on) is allowed.
+///
+/// Aborting the handle cancels a job that has not started; one that is
+/// running runs to its end (a thread cannot be interrupted), its result
+/// discarded. Runtime shutdown drops jobs not started and waits for running
+/// ones (`shutdown_timeout` bounds the wait).
+///
+/// # Panics
+/// Outside a runtime, with a message saying so; use
+/// [`Handle::spawn_blocking`](crate::Handle::spawn_blocking) there.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let contents = rt.block_on(async {
+///     fairlane::task::spawn_blocking(|| std::fs::read_to_string("Cargo.toml")).await
+/// });
+/// assert!(contents.unwrap().unwrap().contains("[package]"));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[track_caller]
+pub fn spawn_blocking<F, R>(f: F) -> JoinHandle<R>
+where
+    F: FnOnce() -> R + Send + 'static,
+    R: Send + 'static,
+{
+    match context::with_current(|handle| handle.spawn_blocking(f)) {
+        Some(join) => join,
+        None => panic!(
+            "fairlane::task::spawn_blocking must be called from within a fairlane runtime (a task, \
+             the future given to Runtime::block_on, or a blocking closure); from other threads \
+             use Handle::spawn_blocking"
+        ),
+    }
+}
+
 /// Spawns `future` on `cluster`, catching its panics.
 pub(crate) fn spawn_on<F>(cluster: &crate::runtime::ClusterRef, future: F) -> JoinHandle<F::Output>
 where

@@ -1,23 +1,35 @@
 //! The thread-local runtime context: which runtime `fairlane::spawn` and
-//! `Handle::current` refer to, and whether this thread is already driving
-//! one (nested `block_on` is refused).
+//! `Handle::current` refer to, and whether this thread is driving one
+//! (a processor, or a `block_on`), where a nested `block_on` is refused.
 
 use std::cell::RefCell;
 
 use super::Handle;
 
+struct Context {
+    handle: Handle,
+    /// A processor or a `block_on`: blocking this thread would stall tasks.
+    /// Not set on blocking-pool threads, where `block_on` is allowed.
+    driving: bool,
+}
+
 thread_local! {
-    static CURRENT: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Context>> = const { RefCell::new(None) };
 }
 
 /// Runs `f` with the current runtime's handle, if there is one.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Handle) -> R) -> Option<R> {
-    CURRENT.with(|c| c.borrow().as_ref().map(f))
+    CURRENT.with(|c| c.borrow().as_ref().map(|c| f(&c.handle)))
 }
 
-/// Whether this thread is inside a runtime context.
-pub(crate) fn is_entered() -> bool {
-    CURRENT.with(|c| c.borrow().is_some())
+/// Whether this thread is one of the blocking-pool threads of `handle`'s
+/// runtime.
+pub(crate) fn is_blocking_thread_of(handle: &Handle) -> bool {
+    CURRENT.with(|c| {
+        c.borrow()
+            .as_ref()
+            .is_some_and(|c| !c.driving && c.handle.same_runtime(handle))
+    })
 }
 
 /// Marks this thread as driving `handle`'s runtime until the guard drops.
@@ -27,30 +39,49 @@ pub(crate) fn is_entered() -> bool {
 /// queued behind the blocked one.
 #[track_caller]
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
-    if is_entered() {
+    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|c| c.driving)) {
         panic!(
             "Cannot start a fairlane runtime from within a runtime: `block_on` was called from a \
              task or from inside another `block_on`, which would block a thread that is driving \
              asynchronous tasks. Use `.await` instead, or call `block_on` from a thread that is \
-             not part of a runtime."
+             not part of a runtime (`spawn_blocking` threads are fine)."
         );
     }
-    CURRENT.with(|c| *c.borrow_mut() = Some(handle));
+    set(Context {
+        handle,
+        driving: true,
+    })
+}
+
+/// Makes `handle` the current runtime of a blocking-pool thread, where
+/// `Handle::current` works and `block_on` is allowed.
+pub(crate) fn enter_blocking(handle: Handle) -> EnterGuard {
+    set(Context {
+        handle,
+        driving: false,
+    })
+}
+
+fn set(context: Context) -> EnterGuard {
+    let previous = CURRENT.with(|c| c.borrow_mut().replace(context));
     EnterGuard {
+        previous,
         _not_send: std::marker::PhantomData,
     }
 }
 
-/// Leaves the runtime context when dropped.
+/// Restores the previous context when dropped.
 pub(crate) struct EnterGuard {
+    previous: Option<Context>,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        // Take the handle out before dropping it, so that its drop cannot
-        // observe the thread-local mid-borrow.
-        let handle = CURRENT.with(|c| c.borrow_mut().take());
-        drop(handle);
+        // Swap outside the borrow, so that dropping the handle we replace
+        // cannot observe the thread-local mid-borrow.
+        let previous = self.previous.take();
+        let ours = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
+        drop(ours);
     }
 }

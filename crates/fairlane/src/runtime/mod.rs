@@ -2,6 +2,7 @@
 //! its builder, and handles to it.
 
 mod block_on;
+mod blocking;
 pub(crate) mod context;
 
 use std::fmt;
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use fairlane_core::{Cluster, Config};
 
+use self::blocking::BlockingPool;
 use crate::host::StdHost;
 use crate::task::{spawn_on, JoinHandle};
 
@@ -102,6 +104,24 @@ impl Runtime {
         self.handle.spawn(future)
     }
 
+    /// Runs the blocking closure `f` on the runtime's blocking pool; see
+    /// [`fairlane::task::spawn_blocking`](crate::task::spawn_blocking).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let len = rt.spawn_blocking(|| std::fs::read_dir(".").map(|d| d.count()).unwrap_or(0));
+    /// assert!(rt.block_on(len).unwrap() > 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        self.handle.spawn_blocking(f)
+    }
+
     /// A handle to this runtime, usable from any thread.
     ///
     /// # Example
@@ -146,10 +166,11 @@ impl Runtime {
 
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let cluster = &self.handle.cluster;
-        if cluster.host().is_own_processor() {
+        if cluster.host().is_own_processor() || context::is_blocking_thread_of(&self.handle) {
             panic!(
-                "a fairlane runtime cannot be dropped or shut down from one of its own tasks: the \
-                 processor would wait for itself; move the runtime to another thread to drop it"
+                "a fairlane runtime cannot be dropped or shut down from one of its own tasks or \
+                 blocking closures: the thread would wait for itself; move the runtime to another \
+                 thread to drop it"
             );
         }
         cluster.shutdown();
@@ -183,6 +204,9 @@ impl Runtime {
             self.threads.clear();
         }
         cluster.cancel_all();
+        // After the tasks: a job whose task is gone is skipped, and the
+        // jobs still running are waited for (within the deadline).
+        self.handle.blocking.shutdown(deadline);
     }
 }
 
@@ -220,6 +244,8 @@ impl fmt::Debug for Runtime {
 pub struct Builder {
     config: Config,
     thread_name: String,
+    max_blocking_threads: usize,
+    thread_keep_alive: Duration,
 }
 
 impl Default for Builder {
@@ -242,6 +268,8 @@ impl Builder {
         Self {
             config: Config::new(cores),
             thread_name: "fairlane-processor".into(),
+            max_blocking_threads: 512,
+            thread_keep_alive: Duration::from_secs(10),
         }
     }
 
@@ -310,6 +338,35 @@ impl Builder {
         self
     }
 
+    /// Most threads the blocking pool may run at once (default 512, as
+    /// tokio). At least 1. Jobs beyond it wait in a queue.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).max_blocking_threads(4).build()?;
+    /// let err = fairlane::Runtime::builder().max_blocking_threads(0).build().unwrap_err();
+    /// assert!(err.to_string().contains("max_blocking_threads"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_blocking_threads(&mut self, n: usize) -> &mut Self {
+        self.max_blocking_threads = n;
+        self
+    }
+
+    /// How long an idle blocking-pool thread waits for work before it exits
+    /// (default 10 s).
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = fairlane::Runtime::builder().thread_keep_alive(Duration::from_millis(100)).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn thread_keep_alive(&mut self, keep_alive: Duration) -> &mut Self {
+        self.thread_keep_alive = keep_alive;
+        self
+    }
+
     /// Builds the runtime and starts its processors.
     ///
     /// # Errors
@@ -329,11 +386,22 @@ impl Builder {
             )
         };
         self.config.validate().map_err(invalid)?;
+        if self.max_blocking_threads == 0 {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "invalid fairlane runtime setting: max_blocking_threads must be at least 1 (got 0)",
+            ));
+        }
         let processors = self.config.processors;
         let cluster =
             Cluster::new(self.config.clone(), StdHost::new(processors)).map_err(invalid)?;
+        let blocking = Arc::new(BlockingPool::new(
+            self.max_blocking_threads,
+            self.thread_keep_alive,
+            self.thread_name.clone(),
+        ));
         let mut runtime = Runtime {
-            handle: Handle { cluster },
+            handle: Handle { cluster, blocking },
             threads: Vec::with_capacity(processors),
             exited: Arc::new((Mutex::new(0), Condvar::new())),
         };
@@ -383,6 +451,7 @@ fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>)
 #[derive(Clone)]
 pub struct Handle {
     cluster: ClusterRef,
+    blocking: Arc<BlockingPool>,
 }
 
 impl Handle {
@@ -432,6 +501,28 @@ impl Handle {
         spawn_on(&self.cluster, future)
     }
 
+    /// Runs the blocking closure `f` on the runtime's blocking pool; see
+    /// [`fairlane::task::spawn_blocking`](crate::task::spawn_blocking).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.handle().clone();
+    /// let sum = std::thread::spawn(move || handle.spawn_blocking(|| (1..=4).sum::<u32>()))
+    ///     .join()
+    ///     .unwrap();
+    /// assert_eq!(rt.block_on(sum).unwrap(), 10);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_blocking<F, R>(&self, f: F) -> JoinHandle<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let result = self.blocking.run(self, f);
+        self.spawn(result)
+    }
+
     /// Runs `future` on the calling thread; see [`Runtime::block_on`].
     ///
     /// # Example
@@ -463,6 +554,12 @@ impl Handle {
                 .map(|p| self.cluster.counters(p))
                 .collect(),
         }
+    }
+}
+
+impl Handle {
+    fn same_runtime(&self, other: &Handle) -> bool {
+        Arc::ptr_eq(&self.cluster, &other.cluster)
     }
 }
 

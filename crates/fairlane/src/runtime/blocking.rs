@@ -1,0 +1,255 @@
+//! The blocking pool: threads for closures that block, so that no processor
+//! is ever held by one.
+//!
+//! Threads are started when a job arrives and none is idle, up to
+//! `max_blocking_threads`; an idle thread exits after `thread_keep_alive`
+//! without work. Shutdown drops the jobs that have not started and waits for
+//! the running ones (as long as the caller's deadline allows).
+//!
+//! A job's result travels to the awaiting task through a [`Oneshot`]; the
+//! task side is an ordinary fairlane task, so `spawn_blocking` hands out the
+//! same [`JoinHandle`](crate::JoinHandle) as `spawn`.
+
+use std::collections::VecDeque;
+use std::future::Future;
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::{context, Handle};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+pub(crate) struct BlockingPool {
+    state: Mutex<PoolState>,
+    /// Signals idle threads that a job arrived (or shutdown began).
+    work: Condvar,
+    /// Signals `shutdown` that a thread exited.
+    exited: Condvar,
+    max_threads: usize,
+    keep_alive: Duration,
+    thread_name: String,
+}
+
+#[derive(Default)]
+struct PoolState {
+    queue: VecDeque<Job>,
+    threads: usize,
+    idle: usize,
+    shutdown: bool,
+    next_thread: usize,
+}
+
+impl BlockingPool {
+    pub(crate) fn new(max_threads: usize, keep_alive: Duration, thread_name: String) -> Self {
+        Self {
+            state: Mutex::new(PoolState::default()),
+            work: Condvar::new(),
+            exited: Condvar::new(),
+            max_threads,
+            keep_alive,
+            thread_name,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        // Jobs run outside the lock and the pool's own code does not panic
+        // while holding it, so poisoning carries no broken invariant.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Queues `f` and returns a future of its result. `handle` is the
+    /// runtime the pool's threads make current.
+    pub(crate) fn run<F, R>(self: &Arc<Self>, handle: &Handle, f: F) -> BlockingResult<R>
+    where
+        F: FnOnce() -> R + Send + 'static,
+        R: Send + 'static,
+    {
+        let oneshot = Arc::new(Oneshot::<R>::default());
+        let sender = Sender(oneshot.clone());
+        let job: Job = Box::new(move || sender.run(f));
+        let mut state = self.lock();
+        if state.shutdown {
+            drop(state);
+            drop(job); // closes the oneshot: the result is "cancelled"
+            return BlockingResult { oneshot };
+        }
+        state.queue.push_back(job);
+        if state.idle > 0 {
+            self.work.notify_one();
+        } else if state.threads < self.max_threads {
+            let id = state.next_thread;
+            state.next_thread += 1;
+            state.threads += 1;
+            let (pool, handle) = (self.clone(), handle.clone());
+            let spawned = thread::Builder::new()
+                .name(format!("{}-blocking-{id}", self.thread_name))
+                .spawn(move || pool.thread_main(handle));
+            if spawned.is_err() {
+                // No new thread: the job waits for a running one to finish
+                // its current job (or, with none, is cancelled at shutdown).
+                state.threads -= 1;
+            }
+        }
+        BlockingResult { oneshot }
+    }
+
+    fn thread_main(self: Arc<Self>, handle: Handle) {
+        let _context = context::enter_blocking(handle);
+        let mut state = self.lock();
+        loop {
+            if let Some(job) = state.queue.pop_front() {
+                drop(state);
+                job();
+                state = self.lock();
+                continue;
+            }
+            if state.shutdown {
+                break;
+            }
+            state.idle += 1;
+            let (next, timeout) = self
+                .work
+                .wait_timeout(state, self.keep_alive)
+                .unwrap_or_else(|e| e.into_inner());
+            state = next;
+            state.idle -= 1;
+            if timeout.timed_out() && state.queue.is_empty() {
+                break;
+            }
+        }
+        state.threads -= 1;
+        drop(state);
+        self.exited.notify_all();
+    }
+
+    /// Drops the jobs not started, then waits until every thread has exited
+    /// or `deadline` passed. Returns whether all exited.
+    pub(crate) fn shutdown(&self, deadline: Option<Instant>) -> bool {
+        let mut state = self.lock();
+        state.shutdown = true;
+        let queued = std::mem::take(&mut state.queue);
+        self.work.notify_all();
+        drop(state);
+        drop(queued); // outside the lock: dropping a job wakes its task
+        let mut state = self.lock();
+        while state.threads > 0 {
+            state = match deadline {
+                None => self.exited.wait(state).unwrap_or_else(|e| e.into_inner()),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return false;
+                    }
+                    self.exited
+                        .wait_timeout(state, deadline - now)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        }
+        true
+    }
+}
+
+/// Where a blocking job leaves its result for the task awaiting it.
+struct Oneshot<R> {
+    state: Mutex<OneshotState<R>>,
+    /// The awaiting task is gone (aborted, or its runtime shut down): a job
+    /// that has not started yet is skipped.
+    abandoned: AtomicBool,
+}
+
+impl<R> Default for Oneshot<R> {
+    fn default() -> Self {
+        Self {
+            state: Mutex::new(OneshotState {
+                result: None,
+                closed: false,
+                waker: None,
+            }),
+            abandoned: AtomicBool::new(false),
+        }
+    }
+}
+
+struct OneshotState<R> {
+    result: Option<thread::Result<R>>,
+    /// The job was dropped without running.
+    closed: bool,
+    waker: Option<Waker>,
+}
+
+impl<R> Oneshot<R> {
+    fn finish(&self, update: impl FnOnce(&mut OneshotState<R>)) {
+        let waker = {
+            let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+            update(&mut state);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+    }
+}
+
+/// The job's side: delivers the result, or closes the oneshot if the job is
+/// dropped unrun.
+struct Sender<R>(Arc<Oneshot<R>>);
+
+impl<R> Sender<R> {
+    fn run(self, f: impl FnOnce() -> R) {
+        if self.0.abandoned.load(Ordering::Acquire) {
+            return; // `Drop` closes the oneshot
+        }
+        let result = catch_unwind(AssertUnwindSafe(f));
+        self.0.finish(|s| s.result = Some(result));
+    }
+}
+
+impl<R> Drop for Sender<R> {
+    fn drop(&mut self) {
+        self.0.finish(|s| s.closed = s.result.is_none());
+    }
+}
+
+/// The task's side: resolves to the closure's result. A closure that panicked
+/// panics here again, so the task's `JoinHandle` reports the panic.
+pub(crate) struct BlockingResult<R> {
+    oneshot: Arc<Oneshot<R>>,
+}
+
+impl<R> Future for BlockingResult<R> {
+    type Output = R;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<R> {
+        let mut state = self.oneshot.state.lock().unwrap_or_else(|e| e.into_inner());
+        match state.result.take() {
+            Some(Ok(value)) => Poll::Ready(value),
+            Some(Err(panic)) => {
+                drop(state);
+                resume_unwind(panic)
+            }
+            // The job was dropped unrun: that happens only when the pool
+            // shuts down, which the runtime does after cancelling every task
+            // (this one included), or when spawning on a runtime already shut
+            // down, whose closed queue cancels the task at once. Either way
+            // the task is cancelled; it never needs to be woken again.
+            None if state.closed => Poll::Pending,
+            None => {
+                state.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<R> Drop for BlockingResult<R> {
+    fn drop(&mut self) {
+        self.oneshot.abandoned.store(true, Ordering::Release);
+    }
+}
