@@ -20,7 +20,7 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::{context, Handle};
+use super::{context, wait_until, Handle};
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -128,31 +128,16 @@ impl BlockingPool {
     }
 
     /// Drops the jobs not started, then waits until every thread has exited
-    /// or `deadline` passed. Returns whether all exited.
-    pub(crate) fn shutdown(&self, deadline: Option<Instant>) -> bool {
+    /// or `deadline` passed (threads still in a job then finish it alone).
+    pub(crate) fn shutdown(&self, deadline: Option<Instant>) {
         let mut state = self.lock();
         state.shutdown = true;
         let queued = std::mem::take(&mut state.queue);
         self.work.notify_all();
         drop(state);
         drop(queued); // outside the lock: dropping a job wakes its task
-        let mut state = self.lock();
-        while state.threads > 0 {
-            state = match deadline {
-                None => self.exited.wait(state).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        return false;
-                    }
-                    self.exited
-                        .wait_timeout(state, deadline - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0
-                }
-            };
-        }
-        true
+        let state = self.lock();
+        drop(wait_until(&self.exited, state, deadline, |s| s.threads == 0));
     }
 }
 

@@ -8,7 +8,7 @@ pub(crate) mod context;
 use std::fmt;
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -176,23 +176,9 @@ impl Runtime {
         cluster.shutdown();
         let deadline = timeout.map(|t| Instant::now() + t);
         let (count, cvar) = &*self.exited;
-        let mut exited = count.lock().unwrap_or_else(|e| e.into_inner());
-        while *exited < self.threads.len() {
-            match deadline {
-                None => exited = cvar.wait(exited).unwrap_or_else(|e| e.into_inner()),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        break;
-                    }
-                    exited = cvar
-                        .wait_timeout(exited, deadline - now)
-                        .unwrap_or_else(|e| e.into_inner())
-                        .0;
-                }
-            }
-        }
-        let all_exited = *exited == self.threads.len();
+        let processors = self.threads.len();
+        let exited = count.lock().unwrap_or_else(|e| e.into_inner());
+        let (exited, all_exited) = wait_until(cvar, exited, deadline, |&n| n == processors);
         drop(exited);
         if all_exited {
             for thread in self.threads.drain(..) {
@@ -423,6 +409,32 @@ impl Builder {
         }
         Ok(runtime)
     }
+}
+
+/// Waits on `cvar` until `done` holds for the guarded state or `deadline`
+/// passes; returns the guard and whether `done` holds.
+pub(crate) fn wait_until<'a, T>(
+    cvar: &Condvar,
+    mut guard: MutexGuard<'a, T>,
+    deadline: Option<Instant>,
+    done: impl Fn(&T) -> bool,
+) -> (MutexGuard<'a, T>, bool) {
+    // Poisoning: the guarded counters stay consistent whatever panicked.
+    while !done(&guard) {
+        guard = match deadline {
+            None => cvar.wait(guard).unwrap_or_else(|e| e.into_inner()),
+            Some(deadline) => {
+                let now = Instant::now();
+                if now >= deadline {
+                    return (guard, false);
+                }
+                cvar.wait_timeout(guard, deadline - now)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0
+            }
+        };
+    }
+    (guard, true)
 }
 
 /// The body of processor `p`'s thread.
