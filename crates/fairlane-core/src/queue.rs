@@ -37,6 +37,9 @@ pub(crate) struct Local {
     /// pushes made by this processor stamp their tasks with it.
     pub(crate) now: AtomicU64,
     pub(crate) counters: Counters,
+    /// Set by another thread to make the thread running this processor
+    /// return from `run_processor` (the hand-back of `block_in_place`).
+    pub(crate) released: AtomicBool,
 }
 
 /// Counters each processor keeps about itself.
@@ -70,6 +73,7 @@ impl Local {
             help_target: AtomicUsize::new(NO_TARGET),
             now: AtomicU64::new(0),
             counters: Counters::default(),
+            released: AtomicBool::new(false),
         }
     }
 

@@ -121,7 +121,7 @@ impl<T, H: Host> Scheduler<T, H> {
                 now
             };
             may_reuse_clock = false;
-            if self.queue.is_closed() {
+            if self.queue.is_closed() || local.released.load(Ordering::Acquire) {
                 return None;
             }
             if let Some(found) = self.queue.pop(p, now).or_else(|| self.queue.steal(p, now)) {
@@ -143,7 +143,11 @@ impl<T, H: Host> Scheduler<T, H> {
             } else {
                 self.queue.final_scan(p, now)
             };
-            if found.is_none() && !self.queue.is_closed() && self.idle.commit(p) {
+            if found.is_none()
+                && !self.queue.is_closed()
+                && !local.released.load(Ordering::Acquire)
+                && self.idle.commit(p)
+            {
                 bump(&local.counters.parks);
                 self.idle.sleep(p, &self.host);
                 bump(&local.counters.wakeups);
@@ -190,6 +194,22 @@ impl<T, H: Host> Scheduler<T, H> {
         for p in 0..self.processors() {
             self.idle.wake(p, &self.host);
         }
+    }
+
+    /// Makes the thread running processor `p` return `None` from
+    /// [`next`](Self::next) (after the poll it is in), waking it if it
+    /// sleeps; another thread can then run `p`. Same handshake as `close`:
+    /// the flag is set before the `sem` swap that wakes, and the sleeper
+    /// checks it after the `sem` read-modify-write that woke it (idle.md).
+    pub fn release(&self, p: usize) {
+        self.queue.local[p].released.store(true, Ordering::Release);
+        self.idle.wake(p, &self.host);
+    }
+
+    /// Clears [`release`](Self::release) once the released thread has
+    /// returned, so that `p` can run again.
+    pub fn reclaim(&self, p: usize) {
+        self.queue.local[p].released.store(false, Ordering::Release);
     }
 
     /// Whether [`close`](Self::close) was called.

@@ -249,6 +249,21 @@ impl<H: Host> Cluster<H> {
         }
     }
 
+    /// Makes the thread running processor `p` return from `run_processor`
+    /// after the poll it is in, so that another thread can take `p` over.
+    /// Used to hand a processor back from a replacement thread (std's
+    /// `block_in_place`). Call [`reclaim_processor`](Self::reclaim_processor)
+    /// once that thread has returned.
+    pub fn release_processor(&self, p: usize) {
+        self.sched.release(p);
+    }
+
+    /// Lets processor `p` run again after
+    /// [`release_processor`](Self::release_processor).
+    pub fn reclaim_processor(&self, p: usize) {
+        self.sched.reclaim(p);
+    }
+
     /// Stops the processors: each returns from `run_processor` after the poll
     /// it is in. Tasks woken from now on are cancelled instead of queued.
     pub fn shutdown(&self) {

@@ -3,7 +3,7 @@
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::Mutex;
 use std::thread::Thread;
 
 use fairlane_core::Host;
@@ -17,7 +17,9 @@ static NEXT_RUNTIME_ID: AtomicUsize = AtomicUsize::new(1);
 
 pub(crate) struct StdHost {
     id: usize,
-    threads: Box<[OnceLock<Thread>]>,
+    /// The thread running each processor: its own thread, or for the length
+    /// of a `block_in_place` a replacement.
+    threads: Box<[Mutex<Option<Thread>>]>,
     #[cfg(not(target_arch = "x86_64"))]
     epoch: std::time::Instant,
 }
@@ -26,15 +28,16 @@ impl StdHost {
     pub(crate) fn new(processors: usize) -> Self {
         Self {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
-            threads: (0..processors).map(|_| OnceLock::new()).collect(),
+            threads: (0..processors).map(|_| Mutex::new(None)).collect(),
             #[cfg(not(target_arch = "x86_64"))]
             epoch: std::time::Instant::now(),
         }
     }
 
-    /// Called first thing on processor `p`'s thread.
+    /// Called on the thread that is about to run processor `p`, before it
+    /// does.
     pub(crate) fn register_current(&self, p: usize) {
-        let _ = self.threads[p].set(std::thread::current());
+        *self.threads[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
         PROCESSOR.with(|c| c.set(Some((self.id, p))));
     }
 
@@ -86,8 +89,13 @@ unsafe impl Host for StdHost {
     fn unpark(&self, processor: usize) {
         // A processor only parks after registering (it registers before it
         // runs), and the core only unparks a processor that committed to
-        // sleep, so the thread is always known here.
-        if let Some(thread) = self.threads[processor].get() {
+        // sleep, so the thread is always known here. The lock is taken only
+        // on this path, when a processor sleeps: never on a busy one.
+        let thread = self.threads[processor]
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(thread) = thread {
             thread.unpark();
         }
     }

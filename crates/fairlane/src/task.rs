@@ -90,6 +90,34 @@ where
     }
 }
 
+/// Runs the blocking closure `f` in place, on the calling thread, without
+/// holding up the tasks queued on this thread's processor: the processor is
+/// handed to a replacement thread for the duration of `f` (which finishes
+/// the poll it is in before handing it back). Unlike
+/// [`spawn_blocking`], `f` may borrow from the task. Outside a processor
+/// (in `block_on`, a blocking closure, or any other thread) `f` just runs.
+///
+/// The task calling it is not polled while `f` runs; other tasks are, on the
+/// replacement and on the other processors. Each call starts a thread, so
+/// prefer [`spawn_blocking`] for many short calls.
+///
+/// # Example
+/// With one processor, a task blocks on a channel that another task fills:
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// let waiter = rt.spawn(async move { fairlane::task::block_in_place(|| rx.recv().unwrap()) });
+/// rt.spawn(async move { tx.send(7).unwrap() });
+/// assert_eq!(rt.block_on(waiter).unwrap(), 7);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn block_in_place<F, R>(f: F) -> R
+where
+    F: FnOnce() -> R,
+{
+    crate::runtime::block_in_place(f)
+}
+
 /// Spawns `future` on `cluster`, catching its panics.
 pub(crate) fn spawn_on<F>(cluster: &crate::runtime::ClusterRef, future: F) -> JoinHandle<F::Output>
 where

@@ -250,3 +250,86 @@ fn idle_pool_threads_exit_after_the_keep_alive() {
         std::thread::sleep(Duration::from_millis(5));
     }
 }
+
+// ---- block_in_place ---------------------------------------------------------
+
+#[test]
+fn block_in_place_on_the_only_processor_lets_the_other_tasks_run() {
+    with_deadline(
+        "block_in_place_one_processor",
+        DEADLINE,
+        String::new,
+        || {
+            let rt = runtime(1);
+            let (tx, rx) = mpsc::channel::<&'static str>();
+            let waiter =
+                rt.spawn(async move { fairlane::task::block_in_place(|| rx.recv().unwrap()) });
+            // Runs while the waiter blocks: on the replacement of processor 0.
+            let sender = rt.spawn(async move {
+                let on = std::thread::current().name().map(String::from);
+                tx.send("sent").unwrap();
+                on
+            });
+            assert_eq!(rt.block_on(waiter).unwrap(), "sent");
+            let on = rt.block_on(sender).unwrap().unwrap();
+            assert!(
+                on == "fairlane-replacement-0" || on.starts_with("fairlane-processor"),
+                "ran on {on}"
+            );
+        },
+    );
+}
+
+#[test]
+fn block_in_place_many_times_while_other_tasks_ping_pong() {
+    with_deadline("block_in_place_loop", DEADLINE, String::new, || {
+        let rt = runtime(2);
+        let rounds = Arc::new(AtomicUsize::new(0));
+        let r = rounds.clone();
+        let pinger = rt.spawn(async move {
+            for _ in 0..2_000 {
+                r.fetch_add(1, Ordering::Relaxed);
+                fairlane::yield_now().await;
+            }
+        });
+        let blocker = rt.spawn(async move {
+            let mut sum = 0;
+            for i in 0..100u64 {
+                // Borrows from the task: block_in_place needs no 'static.
+                let local = [i, 1];
+                sum += fairlane::task::block_in_place(|| local.iter().sum::<u64>());
+                fairlane::yield_now().await;
+            }
+            sum
+        });
+        assert_eq!(rt.block_on(blocker).unwrap(), (0..100).sum::<u64>() + 100);
+        rt.block_on(pinger).unwrap();
+        assert_eq!(rounds.load(Ordering::Relaxed), 2_000);
+    });
+}
+
+#[test]
+fn a_panic_in_block_in_place_fails_the_task_and_the_processor_comes_back() {
+    with_deadline("block_in_place_panic", DEADLINE, String::new, || {
+        let rt = runtime(1);
+        let err = rt
+            .block_on(rt.spawn(async {
+                fairlane::task::block_in_place(|| panic!("in place"));
+            }))
+            .unwrap_err();
+        assert!(err.is_panic());
+        // Processor 0 is back on its own thread and runs tasks.
+        let name = rt.block_on(rt.spawn(async { std::thread::current().name().map(String::from) }));
+        assert_eq!(name.unwrap().as_deref(), Some("fairlane-processor-0"));
+    });
+}
+
+#[test]
+fn block_in_place_off_a_processor_just_runs() {
+    let rt = runtime(1);
+    let here = std::thread::current().id();
+    let same =
+        rt.block_on(async { fairlane::task::block_in_place(|| std::thread::current().id()) });
+    assert_eq!(same, here);
+    assert_eq!(fairlane::task::block_in_place(|| 5), 5);
+}

@@ -20,9 +20,58 @@ use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use fairlane_core::Host;
+
 use super::{context, wait_until, Handle};
 
 type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `f` on the calling thread. On a processor, first hands the
+/// processor to a replacement thread, so that the tasks queued on it run
+/// while `f` blocks, and takes it back afterwards (after the replacement
+/// finished the poll it is in). Elsewhere `f` just runs.
+pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
+    let Some((handle, p)) =
+        context::with_current(|h| h.cluster.host().current_processor().map(|p| (h.clone(), p)))
+            .flatten()
+    else {
+        return f();
+    };
+    let cluster = handle.cluster.clone();
+    // From here until `reclaim`, this thread is not processor `p`: it must
+    // not push as `p` (the replacement owns `p`'s state), and while `f` runs
+    // it may `block_on` like any blocking thread.
+    cluster.host().unregister_current();
+    let context = context::enter_blocking(handle.clone());
+    let replacement = {
+        let handle = handle.clone();
+        thread::Builder::new()
+            .name(format!("fairlane-replacement-{p}"))
+            .spawn(move || {
+                let cluster = handle.cluster.clone();
+                cluster.host().register_current(p);
+                let guard = context::enter(handle);
+                cluster.run_processor(p);
+                cluster.host().unregister_current();
+                drop(guard);
+            })
+    };
+    let result = catch_unwind(AssertUnwindSafe(f));
+    if let Ok(replacement) = replacement {
+        cluster.release_processor(p);
+        // The replacement only returns from the core loop; it cannot panic.
+        let _ = replacement.join();
+        cluster.reclaim_processor(p);
+    }
+    // With no replacement thread (the OS refused one), the queued tasks
+    // waited for `f`, as they would have without `block_in_place`.
+    drop(context);
+    cluster.host().register_current(p);
+    match result {
+        Ok(value) => value,
+        Err(panic) => resume_unwind(panic),
+    }
+}
 
 pub(crate) struct BlockingPool {
     state: Mutex<PoolState>,
@@ -137,7 +186,9 @@ impl BlockingPool {
         drop(state);
         drop(queued); // outside the lock: dropping a job wakes its task
         let state = self.lock();
-        drop(wait_until(&self.exited, state, deadline, |s| s.threads == 0));
+        drop(wait_until(&self.exited, state, deadline, |s| {
+            s.threads == 0
+        }));
     }
 }
 

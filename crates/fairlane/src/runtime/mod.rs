@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use fairlane_core::{Cluster, Config};
 
+pub(crate) use self::blocking::block_in_place;
 use self::blocking::BlockingPool;
 use crate::host::StdHost;
 use crate::task::{spawn_on, JoinHandle};
