@@ -124,6 +124,25 @@ fn idle_sleep_push_races_two_sleepers() {
     });
 }
 
+/// `release` (the hand-back of std's `block_in_place`) racing a processor
+/// going to sleep: the processor must return from `next`, never sleep
+/// through it.
+#[test]
+fn idle_sleep_release_races_a_sleeper() {
+    model(|| {
+        let sched = Arc::new(Scheduler::<u32, _>::new(config(1), LoomHost::new(1)).unwrap());
+        let worker = {
+            let sched = sched.clone();
+            thread::spawn(move || {
+                sched.host().register(0);
+                assert_eq!(sched.next(0), None);
+            })
+        };
+        sched.release(0);
+        worker.join().unwrap();
+    });
+}
+
 /// Bounded exploration: the spin locks on the lanes and the idle list make
 /// unbounded preemption explode (a bound of 2 runs for over ten minutes). A
 /// bound of 1 runs in seconds and still finds both known-bad variants: the
