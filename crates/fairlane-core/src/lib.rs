@@ -64,7 +64,7 @@ pub mod loom_lane {
     pub use crate::lane::{Lane, LaneInfo, PushOutcome, EMPTY};
 }
 pub use scheduler::Scheduler;
-pub use task::{AbortHandle, Cluster, TaskHandle, TaskMeta};
+pub use task::{AbortHandle, Cluster, TaskHandle, TaskMeta, TasksFinished};
 
 /// The scheduler's tunables. Start from [`Config::new`].
 ///

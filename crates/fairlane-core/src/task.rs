@@ -75,6 +75,9 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
 /// task's waker so that an abort can get it polled (and dropped).
 struct TaskCtl {
     aborted: AtomicBool,
+    /// Spawned as a background task: does not keep a graceful shutdown
+    /// waiting (see [`Cluster::tasks_finished`]).
+    background: bool,
     /// Set when the task's future has been dropped (completed or cancelled).
     finished: AtomicBool,
     waker: SpinLock<Option<Waker>>,
@@ -90,7 +93,15 @@ impl TaskCtl {
     }
 }
 
-type Registry = SpinLock<Slab<Arc<TaskCtl>>>;
+type Registry = SpinLock<Shard>;
+
+/// One shard of the registry of live tasks.
+#[derive(Default)]
+struct Shard {
+    tasks: Slab<Arc<TaskCtl>>,
+    /// How many of `tasks` are background tasks.
+    background: usize,
+}
 
 /// One cluster: a [`Scheduler`] of tasks and the registry of its live tasks.
 ///
@@ -148,6 +159,10 @@ pub struct Cluster<H: Host> {
     /// Live tasks, sharded by spawning processor (the last shard for outside
     /// threads) so that spawns on different processors do not contend.
     registry: alloc::boxed::Box<[CachePadded<Registry>]>,
+    /// Set once something waits for tasks to finish: from then on every
+    /// task that finishes wakes `drain_waiter`.
+    draining: AtomicBool,
+    drain_waiter: SpinLock<Option<Waker>>,
 }
 
 impl<H: Host> Cluster<H> {
@@ -172,8 +187,10 @@ impl<H: Host> Cluster<H> {
         Ok(Arc::new(Self {
             sched: Scheduler::new(config, host)?,
             registry: (0..shards)
-                .map(|_| CachePadded::new(SpinLock::new(Slab::new())))
+                .map(|_| CachePadded::new(SpinLock::new(Shard::default())))
                 .collect(),
+            draining: AtomicBool::new(false),
+            drain_waiter: SpinLock::new(None),
         }))
     }
 
@@ -196,6 +213,16 @@ impl<H: Host> Cluster<H> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        self.spawn_with(future, false)
+    }
+
+    /// [`spawn`](Self::spawn), as a background task when `background`: one
+    /// that [`tasks_finished(false)`](Self::tasks_finished) does not wait for.
+    pub fn spawn_with<F>(self: &Arc<Self>, future: F, background: bool) -> TaskHandle<F::Output, H>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
         let shard = self
             .sched
             .host()
@@ -203,12 +230,14 @@ impl<H: Host> Cluster<H> {
             .unwrap_or(self.processors());
         let ctl = Arc::new(TaskCtl {
             aborted: AtomicBool::new(false),
+            background,
             finished: AtomicBool::new(false),
             waker: SpinLock::new(None),
         });
-        let key = self.registry[shard]
-            .lock()
-            .with(|slab| slab.insert(ctl.clone()));
+        let key = self.registry[shard].lock().with(|shard| {
+            shard.background += usize::from(background);
+            shard.tasks.insert(ctl.clone())
+        });
         let supervised = Supervised {
             future,
             slot: RegistrySlot {
@@ -285,7 +314,7 @@ impl<H: Host> Cluster<H> {
         for shard in self.registry.iter() {
             let live: Vec<Arc<TaskCtl>> = shard
                 .lock()
-                .with(|slab| slab.iter().map(|(_, ctl)| ctl.clone()).collect());
+                .with(|shard| shard.tasks.iter().map(|(_, ctl)| ctl.clone()).collect());
             for ctl in live {
                 ctl.abort();
             }
@@ -295,10 +324,27 @@ impl<H: Host> Cluster<H> {
 
     /// Number of tasks spawned and not yet completed or dropped.
     pub fn live_tasks(&self) -> usize {
+        self.count_tasks(true)
+    }
+
+    /// Live tasks, background ones only when `include_background`.
+    fn count_tasks(&self, include_background: bool) -> usize {
+        let count =
+            |s: &mut Shard| s.tasks.len() - if include_background { 0 } else { s.background };
         self.registry
             .iter()
-            .map(|shard| shard.lock().with(|slab| slab.len()))
+            .map(|shard| shard.lock().with(count))
             .sum()
+    }
+
+    /// A future that resolves once no task is alive — no task but background
+    /// ones, unless `include_background`. Meant for one waiter at a time (a
+    /// graceful shutdown); a second waiter replaces the first's wake-ups.
+    pub fn tasks_finished(self: &Arc<Self>, include_background: bool) -> TasksFinished<H> {
+        TasksFinished {
+            cluster: self.clone(),
+            include_background,
+        }
     }
 
     /// A snapshot of processor `p`'s counters.
@@ -319,10 +365,46 @@ struct RegistrySlot<H: Host> {
 impl<H: Host> Drop for RegistrySlot<H> {
     fn drop(&mut self) {
         self.ctl.finished.store(true, Ordering::Release);
-        let removed = self.cluster.registry[self.shard]
-            .lock()
-            .with(|slab| slab.try_remove(self.key));
+        let background = self.ctl.background;
+        let removed = self.cluster.registry[self.shard].lock().with(|shard| {
+            shard.background -= usize::from(background);
+            shard.tasks.try_remove(self.key)
+        });
         drop(removed);
+        // After the removal, under the shard lock that `TasksFinished` also
+        // takes to count: either its count saw this removal, or this load
+        // sees its `draining` store and the waker it stored before counting.
+        if self.cluster.draining.load(Ordering::Acquire) {
+            let waiter = self.cluster.drain_waiter.lock().with(Option::take);
+            if let Some(waker) = waiter {
+                waker.wake();
+            }
+        }
+    }
+}
+
+/// See [`Cluster::tasks_finished`].
+pub struct TasksFinished<H: Host> {
+    cluster: Arc<Cluster<H>>,
+    include_background: bool,
+}
+
+impl<H: Host> Future for TasksFinished<H> {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        let cluster = &self.cluster;
+        // Register before counting (see `RegistrySlot::drop`).
+        cluster
+            .drain_waiter
+            .lock()
+            .with(|w| *w = Some(cx.waker().clone()));
+        cluster.draining.store(true, Ordering::Release);
+        if cluster.count_tasks(self.include_background) == 0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
     }
 }
 

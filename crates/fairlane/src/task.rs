@@ -118,14 +118,166 @@ where
     crate::runtime::block_in_place(f)
 }
 
+/// Options for spawning a task, as tokio's `task::Builder`.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let handle = rt.block_on(async {
+///     fairlane::task::Builder::new().background().spawn(async { 3 })
+/// })?;
+/// assert_eq!(rt.block_on(handle).unwrap(), 3);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+#[must_use = "a task::Builder does nothing until `spawn` is called"]
+pub struct Builder {
+    background: bool,
+}
+
+impl Builder {
+    /// A builder for an ordinary task.
+    ///
+    /// # Example
+    /// ```
+    /// let builder = fairlane::task::Builder::new();
+    /// ```
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Makes the task a background task: it never keeps the runtime alive.
+    /// [`Runtime::shutdown_graceful`](crate::Runtime::shutdown_graceful) does
+    /// not wait for it; it raises [`shutdown_requested`] for it once the other
+    /// tasks have finished, and cancels it after the grace period.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     fairlane::task::Builder::new().background().spawn(async {
+    ///         loop {
+    ///             fairlane::yield_now().await; // housekeeping, forever
+    ///         }
+    ///     })
+    /// })?;
+    /// rt.shutdown_graceful(std::time::Duration::from_millis(10));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn background(mut self) -> Self {
+        self.background = true;
+        self
+    }
+
+    /// Spawns `future` on the current runtime with these options.
+    ///
+    /// # Errors
+    /// Outside a runtime (use [`spawn_on`](Self::spawn_on) there).
+    ///
+    /// # Example
+    /// ```
+    /// assert!(fairlane::task::Builder::new().spawn(async {}).is_err());
+    /// ```
+    pub fn spawn<F>(self, future: F) -> std::io::Result<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        let handle = crate::Handle::try_current()
+            .map_err(|e| std::io::Error::other(format!("task::Builder::spawn: {e}")))?;
+        self.spawn_on(future, &handle)
+    }
+
+    /// Spawns `future` on the runtime of `handle` with these options.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let task = fairlane::task::Builder::new().spawn_on(async { 1 }, rt.handle())?;
+    /// assert_eq!(rt.block_on(task).unwrap(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_on<F>(
+        self,
+        future: F,
+        handle: &crate::Handle,
+    ) -> std::io::Result<JoinHandle<F::Output>>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        Ok(handle.spawn_with(future, self.background))
+    }
+}
+
+/// Resolves when the runtime asks its background tasks to finish: during
+/// [`Runtime::shutdown_graceful`](crate::Runtime::shutdown_graceful), once
+/// every other task has finished. A background task that is still running
+/// after the grace period is cancelled.
+///
+/// # Panics
+/// Outside a runtime, with a message saying so.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// rt.block_on(async move {
+///     fairlane::task::Builder::new().background().spawn(async move {
+///         fairlane::task::shutdown_requested().await;
+///         tx.send("flushed").unwrap();
+///     })
+/// })?;
+/// rt.shutdown_graceful(std::time::Duration::from_secs(5));
+/// assert_eq!(rx.recv().unwrap(), "flushed");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[track_caller]
+pub fn shutdown_requested() -> ShutdownRequested {
+    match context::with_current(|handle| handle.signal.clone()) {
+        Some(signal) => ShutdownRequested { signal },
+        None => panic!(
+            "fairlane::task::shutdown_requested must be called from within a fairlane runtime"
+        ),
+    }
+}
+
+/// The future returned by [`shutdown_requested`].
+#[must_use = "futures do nothing unless awaited"]
+pub struct ShutdownRequested {
+    signal: std::sync::Arc<crate::runtime::ShutdownSignal>,
+}
+
+impl Future for ShutdownRequested {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        if self.signal.poll_raised(cx.waker()) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }
+}
+
+impl fmt::Debug for ShutdownRequested {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShutdownRequested").finish_non_exhaustive()
+    }
+}
+
 /// Spawns `future` on `cluster`, catching its panics.
-pub(crate) fn spawn_on<F>(cluster: &crate::runtime::ClusterRef, future: F) -> JoinHandle<F::Output>
+pub(crate) fn spawn_on<F>(
+    cluster: &crate::runtime::ClusterRef,
+    future: F,
+    background: bool,
+) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     JoinHandle {
-        inner: cluster.spawn(CatchUnwind(future)),
+        inner: cluster.spawn_with(CatchUnwind(future), background),
     }
 }
 

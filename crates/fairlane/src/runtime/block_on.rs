@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll, Wake, Waker};
 use std::thread::{self, Thread};
+use std::time::Instant;
 
 /// Wakes the blocked thread.
 struct ThreadWaker {
@@ -29,6 +30,11 @@ impl Wake for ThreadWaker {
 
 /// Polls `future` on this thread, parking between wake-ups.
 pub(crate) fn run<F: Future>(future: F) -> F::Output {
+    run_until(future, None).expect("no deadline, so the future completed")
+}
+
+/// [`run`], giving up (`None`) once `deadline` has passed.
+pub(crate) fn run_until<F: Future>(future: F, deadline: Option<Instant>) -> Option<F::Output> {
     let waker_state = Arc::new(ThreadWaker {
         thread: thread::current(),
         notified: AtomicBool::new(false),
@@ -38,10 +44,19 @@ pub(crate) fn run<F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
     loop {
         if let Poll::Ready(output) = future.as_mut().poll(&mut cx) {
-            return output;
+            return Some(output);
         }
         while !waker_state.notified.swap(false, Ordering::Acquire) {
-            thread::park();
+            match deadline {
+                None => thread::park(),
+                Some(deadline) => {
+                    let now = Instant::now();
+                    if now >= deadline {
+                        return None;
+                    }
+                    thread::park_timeout(deadline - now);
+                }
+            }
         }
     }
 }

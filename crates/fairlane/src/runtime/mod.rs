@@ -165,6 +165,41 @@ impl Runtime {
         self.shutdown(Some(timeout));
     }
 
+    /// Shuts down gracefully: waits for every task that is not a background
+    /// task to finish (as long as that takes), then raises
+    /// [`fairlane::task::shutdown_requested`](crate::task::shutdown_requested)
+    /// for the background tasks, waits up to `grace` for them to finish, and
+    /// then shuts down as dropping the runtime does (cancelling those left).
+    ///
+    /// # Panics
+    /// When called from a task of this runtime or inside `block_on`.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     fairlane::task::Builder::new().background().spawn(async {
+    ///         fairlane::task::shutdown_requested().await;
+    ///         // flush, say goodbye...
+    ///     })?;
+    ///     fairlane::spawn(async { /* foreground work, waited for */ });
+    ///     Ok::<(), std::io::Error>(())
+    /// })?;
+    /// rt.shutdown_graceful(Duration::from_secs(1));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn shutdown_graceful(mut self, grace: Duration) {
+        let cluster = self.handle.cluster.clone();
+        let _guard = context::enter(self.handle.clone());
+        block_on::run(cluster.tasks_finished(false));
+        self.handle.signal.raise();
+        block_on::run_until(cluster.tasks_finished(true), Some(Instant::now() + grace));
+        drop(_guard);
+        self.shutdown(None);
+    }
+
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let cluster = &self.handle.cluster;
         if cluster.host().is_own_processor() || context::is_blocking_thread_of(&self.handle) {
@@ -388,7 +423,11 @@ impl Builder {
             self.thread_name.clone(),
         ));
         let mut runtime = Runtime {
-            handle: Handle { cluster, blocking },
+            handle: Handle {
+                cluster,
+                blocking,
+                signal: Arc::default(),
+            },
             threads: Vec::with_capacity(processors),
             exited: Arc::new((Mutex::new(0), Condvar::new())),
         };
@@ -465,6 +504,44 @@ fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>)
 pub struct Handle {
     cluster: ClusterRef,
     blocking: Arc<BlockingPool>,
+    pub(crate) signal: Arc<ShutdownSignal>,
+}
+
+/// Raised by a graceful shutdown once only background tasks are left;
+/// `fairlane::task::shutdown_requested` waits for it.
+#[derive(Default)]
+pub(crate) struct ShutdownSignal {
+    raised: std::sync::atomic::AtomicBool,
+    waiters: Mutex<Vec<std::task::Waker>>,
+}
+
+impl ShutdownSignal {
+    fn raise(&self) {
+        self.raised
+            .store(true, std::sync::atomic::Ordering::Release);
+        let waiters = std::mem::take(&mut *self.waiters.lock().unwrap_or_else(|e| e.into_inner()));
+        for waker in waiters {
+            waker.wake();
+        }
+    }
+
+    /// Ready once raised; otherwise registers `waker`.
+    pub(crate) fn poll_raised(&self, waker: &std::task::Waker) -> bool {
+        use std::sync::atomic::Ordering::Acquire;
+        if self.raised.load(Acquire) {
+            return true;
+        }
+        let mut waiters = self.waiters.lock().unwrap_or_else(|e| e.into_inner());
+        // Checked again under the lock `raise` takes, so a raise cannot slip
+        // between the check and the registration.
+        if self.raised.load(Acquire) {
+            return true;
+        }
+        if !waiters.iter().any(|w| w.will_wake(waker)) {
+            waiters.push(waker.clone());
+        }
+        false
+    }
 }
 
 impl Handle {
@@ -511,7 +588,16 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(&self.cluster, future)
+        spawn_on(&self.cluster, future, false)
+    }
+
+    /// [`spawn`](Self::spawn), as a background task when `background`.
+    pub(crate) fn spawn_with<F>(&self, future: F, background: bool) -> JoinHandle<F::Output>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(&self.cluster, future, background)
     }
 
     /// Runs the blocking closure `f` on the runtime's blocking pool; see
