@@ -47,14 +47,7 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
         let handle = handle.clone();
         thread::Builder::new()
             .name(format!("fairlane-replacement-{p}"))
-            .spawn(move || {
-                let cluster = handle.cluster.clone();
-                cluster.host().register_current(p);
-                let guard = context::enter(handle);
-                cluster.run_processor(p);
-                cluster.host().unregister_current();
-                drop(guard);
-            })
+            .spawn(move || handle.run_processor(p))
     };
     let result = catch_unwind(AssertUnwindSafe(f));
     if let Ok(replacement) = replacement {

@@ -479,12 +479,7 @@ pub(crate) fn wait_until<'a, T>(
 
 /// The body of processor `p`'s thread.
 fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>) {
-    let cluster = handle.cluster.clone();
-    cluster.host().register_current(p);
-    let guard = context::enter(handle);
-    cluster.run_processor(p);
-    cluster.host().unregister_current();
-    drop(guard);
+    handle.run_processor(p);
     let (count, cvar) = &*exited;
     *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
     cvar.notify_all();
@@ -659,6 +654,17 @@ impl Handle {
 impl Handle {
     fn same_runtime(&self, other: &Handle) -> bool {
         Arc::ptr_eq(&self.cluster, &other.cluster)
+    }
+
+    /// Runs processor `p` on the calling thread (a processor thread, or a
+    /// `block_in_place` replacement) until it is shut down or released.
+    pub(crate) fn run_processor(&self, p: usize) {
+        let cluster = &self.cluster;
+        cluster.host().register_current(p);
+        let guard = context::enter(self.clone());
+        cluster.run_processor(p);
+        cluster.host().unregister_current();
+        drop(guard);
     }
 }
 
