@@ -198,7 +198,7 @@ impl<T> ReadyQueue<T> {
     }
 
     /// The fast path: a pending help target much older than our own lanes,
-    /// else our own lanes round-robin. Every `help_period` pops a new help
+    /// else our own lanes, oldest head first. Every `help_period` pops a new help
     /// target is drawn for the next pop.
     #[inline]
     pub(crate) fn pop(&self, p: usize, now: u64) -> Option<(T, Source)> {
