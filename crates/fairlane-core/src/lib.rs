@@ -64,7 +64,7 @@ pub mod loom_lane {
     pub use crate::lane::{Lane, LaneInfo, PushOutcome, EMPTY};
 }
 pub use scheduler::Scheduler;
-pub use task::{AbortHandle, Cluster, TaskHandle, TaskMeta, TasksFinished};
+pub use task::{AbortHandle, Cluster, SpawnOptions, TaskHandle, TaskMeta, TasksFinished};
 
 /// The scheduler's tunables. Start from [`Config::new`].
 ///
@@ -101,6 +101,33 @@ pub struct Config {
     /// on a virtual machine). Any round after one that found no work reads
     /// the clock afresh.
     pub clock_period: u32,
+    /// A ready task at the head of its class's lane (normal or low) runs
+    /// after at most this many polls of other classes on its processor
+    /// (default 8; at least 1). Under a saturating load of high-priority
+    /// tasks, a waiting low one still gets one poll in `priority_bound + 1`.
+    pub priority_bound: u32,
+}
+
+/// A task's priority class. Priorities shift *when* a task runs, within a
+/// bound, never *whether* it runs: a ready normal or low task at the head of
+/// its lane waits at most [`Config::priority_bound`] polls of other classes
+/// on its processor, and age-based helping treats every class alike.
+///
+/// # Example
+/// ```
+/// use fairlane_core::Priority;
+/// assert_eq!(Priority::default(), Priority::Normal);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Priority {
+    /// Runs before normal and low tasks, within the bound.
+    High,
+    /// The default.
+    #[default]
+    Normal,
+    /// Runs after high and normal tasks, within the bound.
+    Low,
 }
 
 /// Most processors a cluster may have.
@@ -117,6 +144,7 @@ impl Config {
             steal_attempts: 4,
             spin_rounds: 4,
             clock_period: 4,
+            priority_bound: 8,
         }
     }
 
@@ -130,6 +158,9 @@ impl Config {
         }
         if self.lanes_per_processor == 0 {
             return Err(ConfigError::ZeroLanes);
+        }
+        if self.priority_bound == 0 {
+            return Err(ConfigError::ZeroPriorityBound);
         }
         if self.clock_period == 0 {
             return Err(ConfigError::ZeroClockPeriod);
@@ -161,6 +192,8 @@ pub enum ConfigError {
     HelpFactorTooLarge(u32),
     /// `clock_period` was 0.
     ZeroClockPeriod,
+    /// `priority_bound` was 0.
+    ZeroPriorityBound,
 }
 
 impl fmt::Display for ConfigError {
@@ -175,6 +208,7 @@ impl fmt::Display for ConfigError {
                 write!(f, "help_factor_log2 must be at most 63 (got {n})")
             }
             Self::ZeroClockPeriod => f.write_str("clock_period must be at least 1 (got 0)"),
+            Self::ZeroPriorityBound => f.write_str("priority_bound must be at least 1 (got 0)"),
         }
     }
 }

@@ -11,7 +11,7 @@ use crossbeam_utils::CachePadded;
 
 use crate::lane::{Lane, LaneInfo, PushOutcome};
 use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::Config;
+use crate::{Config, Priority};
 
 /// Where a popped task came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -36,6 +36,10 @@ pub(crate) struct Local {
     /// The clock as read at the top of the current scheduling iteration;
     /// pushes made by this processor stamp their tasks with it.
     pub(crate) now: AtomicU64,
+    /// Own-lane pops of other classes since the head of the normal lanes
+    /// (resp. the low lane) became ready: the priority bound's counters.
+    normal_waited: AtomicUsize,
+    low_waited: AtomicUsize,
     pub(crate) counters: Counters,
     /// Set by another thread to make the thread running this processor
     /// return from `run_processor` (the hand-back of `block_in_place`).
@@ -72,6 +76,8 @@ impl Local {
             rng: AtomicU64::new(seed | 1),
             help_target: AtomicUsize::new(NO_TARGET),
             now: AtomicU64::new(0),
+            normal_waited: AtomicUsize::new(0),
+            low_waited: AtomicUsize::new(0),
             counters: Counters::default(),
             released: AtomicBool::new(false),
         }
@@ -97,12 +103,18 @@ impl Local {
     }
 }
 
-/// The cluster's ready queue: `processors × lanes_per_processor` lanes.
+/// The cluster's ready queue: per processor, `lanes_per_processor` lanes of
+/// normal-priority tasks, then one lane of high- and one of low-priority
+/// tasks (`stride` lanes in all).
 pub(crate) struct ReadyQueue<T> {
     lanes: Box<[CachePadded<Lane<T>>]>,
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
     lanes_per_processor: usize,
+    /// Lanes per processor: `lanes_per_processor` + 2.
+    stride: usize,
+    /// See `Config::priority_bound`.
+    priority_bound: usize,
     help_period: usize,
     help_factor_log2: u32,
     steal_attempts: usize,
@@ -118,7 +130,8 @@ pub(crate) struct ReadyQueue<T> {
 impl<T> ReadyQueue<T> {
     /// `cache_domain(p)` names processor `p`'s last-level cache.
     pub(crate) fn new(config: &Config, cache_domain: impl Fn(usize) -> usize) -> Self {
-        let n = config.processors * config.lanes_per_processor;
+        let stride = config.lanes_per_processor + 2;
+        let n = config.processors * stride;
         let domains: Vec<usize> = (0..config.processors).map(cache_domain).collect();
         let near = (0..config.processors)
             .map(|p| {
@@ -138,6 +151,8 @@ impl<T> ReadyQueue<T> {
                 })
                 .collect(),
             lanes_per_processor: config.lanes_per_processor,
+            stride,
+            priority_bound: config.priority_bound as usize,
             help_period: config.help_period as usize,
             help_factor_log2: config.help_factor_log2,
             steal_attempts: config.steal_attempts,
@@ -161,34 +176,70 @@ impl<T> ReadyQueue<T> {
     /// processor's iteration clock. Gives the item back once the queue is
     /// closed.
     #[inline]
-    pub(crate) fn push_local(&self, p: usize, item: T) -> Result<(), T> {
+    pub(crate) fn push_local(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
         let local = &self.local[p];
-        let start = Local::next(&local.push_cursor);
         let ts = local.now.load(Ordering::Relaxed);
-        self.push_to(p, start, item, ts)
+        if priority == Priority::Normal {
+            let start = Local::next(&local.push_cursor);
+            self.push_to(p, 0..self.lanes_per_processor, start, item, ts)
+        } else {
+            self.push_to(p, self.class_lanes(priority), 0, item, ts)
+        }
+    }
+
+    /// Offsets, within a processor's lanes, of the lanes of `priority`.
+    #[inline]
+    fn class_lanes(&self, priority: Priority) -> core::ops::Range<usize> {
+        let normal = self.lanes_per_processor;
+        match priority {
+            Priority::High => normal..normal + 1,
+            Priority::Normal => 0..normal,
+            Priority::Low => normal + 1..normal + 2,
+        }
     }
 
     /// Pushes from a thread that is not one of this queue's processors: to a
     /// lane of `preferred` (the processor that last ran the task), else to a
     /// processor chosen round-robin.
-    pub(crate) fn push_remote(&self, preferred: Option<usize>, item: T, now: u64) -> Result<(), T> {
+    pub(crate) fn push_remote(
+        &self,
+        preferred: Option<usize>,
+        item: T,
+        now: u64,
+        priority: Priority,
+    ) -> Result<(), T> {
         let p = match preferred {
             Some(p) if p < self.processors() => p,
             _ => self.outside.fetch_add(1, Ordering::Relaxed) % self.processors(),
         };
         // The timestamp's low bits are as good a lane choice as any.
-        self.push_to(p, (now >> 4) as usize, item, now)
+        self.push_to(
+            p,
+            self.class_lanes(priority),
+            (now >> 4) as usize,
+            item,
+            now,
+        )
     }
 
+    /// Pushes onto one of processor `p`'s lanes at `offsets`, starting with
+    /// the `start`-th (modulo their number).
     #[inline]
-    fn push_to(&self, p: usize, start: usize, mut item: T, ts: u64) -> Result<(), T> {
-        let lpp = self.lanes_per_processor;
-        let base = p * lpp;
+    fn push_to(
+        &self,
+        p: usize,
+        offsets: core::ops::Range<usize>,
+        start: usize,
+        mut item: T,
+        ts: u64,
+    ) -> Result<(), T> {
+        let count = offsets.len();
+        let base = p * self.stride + offsets.start;
         let open = || !self.closed.load(Ordering::Relaxed);
-        for i in 0..=lpp {
-            let l = base + (start + i) % lpp;
+        for i in 0..=count {
+            let l = base + (start + i) % count;
             // The last round waits for the lock of the lane whose turn it was.
-            match self.lanes[l].push(&self.info[l], item, ts, i == lpp, open) {
+            match self.lanes[l].push(&self.info[l], item, ts, i == count, open) {
                 PushOutcome::Pushed => return Ok(()),
                 PushOutcome::Busy(back) => item = back,
                 PushOutcome::Closed(back) => return Err(back),
@@ -203,8 +254,6 @@ impl<T> ReadyQueue<T> {
     #[inline]
     pub(crate) fn pop(&self, p: usize, now: u64) -> Option<(T, Source)> {
         let local = &self.local[p];
-        let lpp = self.lanes_per_processor;
-        let base = p * lpp;
 
         if self.help_period != 0 && self.processors() > 1 {
             let target = local.help_target.load(Ordering::Relaxed);
@@ -225,16 +274,84 @@ impl<T> ReadyQueue<T> {
             }
         }
 
-        // Own lanes, oldest head first: pushes alternate between lanes, and
-        // serving the older head keeps the processor's lanes together a FIFO,
-        // so a task that yields in a loop waits behind every task that was
-        // ready before it, whichever lane it landed in. (Plain round-robin
-        // service would let a short lane's tasks run more often.)
+        self.pop_own(p, now).map(|item| (item, Source::Own))
+    }
+
+    /// Own lanes. Classes: high before normal before low, except that a
+    /// class whose head has waited `priority_bound` pops of other classes is
+    /// served first (the bound of `Config::priority_bound`). Without high
+    /// or low tasks this is just the normal lanes, at the cost of two loads.
+    #[inline]
+    fn pop_own(&self, p: usize, now: u64) -> Option<T> {
+        let local = &self.local[p];
+        let base = p * self.stride;
+        let high = base + self.lanes_per_processor;
+        let low = high + 1;
+        let high_ready = self.info[high].looks_nonempty();
+        let low_ready = self.info[low].looks_nonempty();
+        if !high_ready && !low_ready {
+            Self::reset(&local.low_waited);
+            if let Some(item) = self.pop_normal(p, now) {
+                Self::reset(&local.normal_waited);
+                return Some(item);
+            }
+            return None;
+        }
+        let normal_ready = (base..high).any(|l| self.info[l].looks_nonempty());
+        let bound = self.priority_bound;
+        let order = if low_ready && local.low_waited.load(Ordering::Relaxed) >= bound {
+            [Priority::Low, Priority::High, Priority::Normal]
+        } else if normal_ready && local.normal_waited.load(Ordering::Relaxed) >= bound {
+            [Priority::Normal, Priority::High, Priority::Low]
+        } else {
+            [Priority::High, Priority::Normal, Priority::Low]
+        };
+        for class in order {
+            let item = match class {
+                Priority::High => self.lanes[high].pop(&self.info[high], now, false),
+                Priority::Normal => self.pop_normal(p, now),
+                Priority::Low => self.lanes[low].pop(&self.info[low], now, false),
+            };
+            if let Some(item) = item {
+                // Count this pop against each class left waiting; a class
+                // served (or empty) starts over.
+                let count = |waited: &AtomicUsize, ready: bool, waiting_class: Priority| {
+                    if !ready || class == waiting_class {
+                        Self::reset(waited);
+                    } else {
+                        waited.store(waited.load(Ordering::Relaxed) + 1, Ordering::Relaxed);
+                    }
+                };
+                count(&local.normal_waited, normal_ready, Priority::Normal);
+                count(&local.low_waited, low_ready, Priority::Low);
+                return Some(item);
+            }
+        }
+        None
+    }
+
+    /// Zeroes an owner-only counter, writing only if it is not zero already.
+    #[inline]
+    fn reset(counter: &AtomicUsize) {
+        if counter.load(Ordering::Relaxed) != 0 {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// The normal lanes, oldest head first: pushes alternate between lanes,
+    /// and serving the older head keeps the processor's lanes together a
+    /// FIFO, so a task that yields in a loop waits behind every task that was
+    /// ready before it, whichever lane it landed in. (Plain round-robin
+    /// service would let a short lane's tasks run more often.)
+    #[inline]
+    fn pop_normal(&self, p: usize, now: u64) -> Option<T> {
+        let base = p * self.stride;
+        let lanes = base..base + self.lanes_per_processor;
         let mut skip = usize::MAX;
-        for _ in 0..lpp {
+        for _ in lanes.clone() {
             let mut best = usize::MAX;
             let mut best_head = crate::lane::EMPTY;
-            for l in base..base + lpp {
+            for l in lanes.clone() {
                 let head = self.info[l].head();
                 if l != skip && head < best_head {
                     best = l;
@@ -245,7 +362,7 @@ impl<T> ReadyQueue<T> {
                 return None;
             }
             if let Some(item) = self.lanes[best].pop(&self.info[best], now, false) {
-                return Some((item, Source::Own));
+                return Some(item);
             }
             // Busy (a helper holds it) or just emptied: try the next oldest.
             skip = best;
@@ -261,8 +378,7 @@ impl<T> ReadyQueue<T> {
         if theirs == 0 {
             return false;
         }
-        let lpp = self.lanes_per_processor;
-        let own = (p * lpp..(p + 1) * lpp)
+        let own = (p * self.stride..(p + 1) * self.stride)
             .map(|l| self.info[l].age(now))
             .max()
             .unwrap_or(0);
@@ -280,22 +396,38 @@ impl<T> ReadyQueue<T> {
             return self.random_foreign_lane(p);
         }
         let other = near[(r >> 4) as usize % near.len()];
-        other * self.lanes_per_processor + ((r >> 40) as usize) % self.lanes_per_processor
+        other * self.stride + self.random_lane_offset(r >> 40)
     }
 
-    /// A uniformly random lane of another processor.
+    /// A random lane of another processor (see `random_lane_offset`).
     fn random_foreign_lane(&self, p: usize) -> usize {
         let n = self.processors();
         let r = self.local[p].random();
         let other = (p + 1 + (r as usize) % (n - 1)) % n;
-        other * self.lanes_per_processor + ((r >> 32) as usize) % self.lanes_per_processor
+        other * self.stride + self.random_lane_offset(r >> 32)
+    }
+
+    /// A lane offset within a processor: its high or low lane one time in 16
+    /// each, a normal lane otherwise. Most programs use no priorities, and a
+    /// draw that lands on an empty class lane is a wasted help check; the
+    /// class lanes are still drawn often enough that a processor stuck in a
+    /// task that never yields has them helped too (and steals, by processors
+    /// with no work, scan every lane).
+    #[inline]
+    fn random_lane_offset(&self, r: u64) -> usize {
+        let normal = self.lanes_per_processor;
+        match r & 15 {
+            0 => normal,
+            1 => normal + 1,
+            _ => ((r >> 4) as usize) % normal,
+        }
     }
 
     /// The slow path: a few random single-lane try-pops on other processors,
     /// then one pass over every lane from a random offset.
     pub(crate) fn steal(&self, p: usize, now: u64) -> Option<(T, Source)> {
         let n = self.lane_count();
-        let lpp = self.lanes_per_processor;
+        let lpp = self.stride;
         if self.processors() > 1 {
             for _ in 0..self.steal_attempts {
                 let l = self.random_foreign_lane(p);
@@ -328,7 +460,7 @@ impl<T> ReadyQueue<T> {
     /// which makes the head reads reliable (see `idle.md`).
     pub(crate) fn final_scan(&self, p: usize, now: u64) -> Option<(T, Source)> {
         let n = self.lane_count();
-        let lpp = self.lanes_per_processor;
+        let lpp = self.stride;
         for i in 0..n {
             let l = (p * lpp + i) % n;
             if self.info[l].looks_nonempty() {
@@ -406,7 +538,7 @@ mod tests {
         let mut near = 0;
         let mut seen = [false; 8];
         for _ in 0..16_000 {
-            let target = q.random_help_target(1) / 2;
+            let target = q.random_help_target(1) / q.stride;
             assert_ne!(target, 1, "a processor never helps itself");
             seen[target] = true;
             near += usize::from(target < 4);
@@ -427,7 +559,7 @@ mod tests {
         let q = queue(4, |_| 0);
         let mut counts = [0usize; 4];
         for _ in 0..12_000 {
-            counts[q.random_help_target(0) / 2] += 1;
+            counts[q.random_help_target(0) / q.stride] += 1;
         }
         assert_eq!(counts[0], 0);
         assert!(counts[1..].iter().all(|&c| c > 3_000), "{counts:?}");
@@ -440,7 +572,7 @@ mod tests {
         // stamps 1-3 land in lane 0, stamp 16 in lane 1. Oldest first gives
         // push order; round-robin service would give 0, 3, 1, 2.
         for (item, ts) in [(0u32, 1u64), (1, 2), (2, 3), (3, 16)] {
-            q.push_remote(Some(0), item, ts).unwrap();
+            q.push_remote(Some(0), item, ts, Priority::Normal).unwrap();
         }
         let order: Vec<u32> = (0..4).map(|_| q.pop(0, 100).unwrap().0).collect();
         assert_eq!(order, [0, 1, 2, 3]);
@@ -450,9 +582,9 @@ mod tests {
     #[test]
     fn a_closed_queue_hands_pushes_back_and_drains_everything() {
         let q = queue(2, |_| 0);
-        q.push_remote(Some(1), 7, 1).unwrap();
+        q.push_remote(Some(1), 7, 1, Priority::Normal).unwrap();
         q.close();
-        assert_eq!(q.push_remote(Some(0), 8, 2), Err(8));
+        assert_eq!(q.push_remote(Some(0), 8, 2, Priority::Normal), Err(8));
         assert_eq!(q.drain(), [7]);
         assert!(!q.any_visible());
     }

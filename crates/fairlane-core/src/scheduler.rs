@@ -10,7 +10,7 @@ use alloc::vec::Vec;
 use crate::idle::Idle;
 use crate::queue::{bump, ReadyQueue, Source};
 use crate::sync::{fence, Ordering};
-use crate::{Config, ConfigError, Host, ProcessorCounters};
+use crate::{Config, ConfigError, Host, Priority, ProcessorCounters};
 
 /// A ready queue, its processors' idle-sleep state, and the host they run on.
 ///
@@ -69,22 +69,30 @@ impl<T, H: Host> Scheduler<T, H> {
     #[inline]
     pub fn push(&self, item: T, preferred: Option<usize>) -> Result<(), T> {
         match self.host.current_processor() {
-            Some(p) => self.push_local(p, item),
-            None => self.push_remote(item, preferred),
+            Some(p) => self.push_local(p, item, Priority::Normal),
+            None => self.push_remote(item, preferred, Priority::Normal),
         }
     }
 
-    /// [`push`](Self::push) from processor `p`'s own thread.
+    /// [`push`](Self::push) from processor `p`'s own thread, into the lanes
+    /// of `priority`.
     #[inline]
-    pub fn push_local(&self, p: usize, item: T) -> Result<(), T> {
-        self.queue.push_local(p, item)?;
+    pub fn push_local(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
+        self.queue.push_local(p, item, priority)?;
         self.notify_after_push();
         Ok(())
     }
 
-    /// [`push`](Self::push) from a thread that is not a processor.
-    pub fn push_remote(&self, item: T, preferred: Option<usize>) -> Result<(), T> {
-        self.queue.push_remote(preferred, item, self.host.now())?;
+    /// [`push`](Self::push) from a thread that is not a processor, into the
+    /// lanes of `priority`.
+    pub fn push_remote(
+        &self,
+        item: T,
+        preferred: Option<usize>,
+        priority: Priority,
+    ) -> Result<(), T> {
+        self.queue
+            .push_remote(preferred, item, self.host.now(), priority)?;
         self.notify_after_push();
         Ok(())
     }

@@ -17,7 +17,7 @@ use slab::Slab;
 use alloc::sync::Arc;
 
 use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
-use crate::{Config, ConfigError, Host, ProcessorCounters, Scheduler};
+use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, Scheduler};
 
 const NO_PROCESSOR: u32 = u32::MAX;
 
@@ -25,6 +25,8 @@ const NO_PROCESSOR: u32 = u32::MAX;
 pub struct TaskMeta<H: Host> {
     /// The processor that last polled the task: outside wakes go there.
     preferred: AtomicU32,
+    /// The task's priority class: which of its processor's lanes it goes to.
+    priority: Priority,
     /// The task's cluster. Kept here rather than captured by the schedule
     /// function: `async-task` wraps every call of a schedule function that
     /// captures anything in a waker clone and drop (two atomic
@@ -61,14 +63,33 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         // alive for the whole of this call — also after the push, when the
         // runnable (and with it `meta`) may already be another processor's.
         let cluster = unsafe { &*cluster };
-        drop(cluster.sched.push_local(p, runnable));
+        let priority = meta.priority;
+        drop(cluster.sched.push_local(p, runnable, priority));
     } else {
         // Outside a processor nothing else is known to keep the cluster alive
         // once the runnable is queued: hold a reference across the push.
         let preferred = meta.preferred();
         let cluster = meta.cluster.clone();
-        drop(cluster.sched.push_remote(runnable, preferred));
+        let priority = meta.priority;
+        drop(cluster.sched.push_remote(runnable, preferred, priority));
     }
+}
+
+/// How to spawn a task; see [`Cluster::spawn_with`].
+///
+/// # Example
+/// ```
+/// let options = fairlane_core::SpawnOptions::default();
+/// assert!(!options.background);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SpawnOptions {
+    /// A background task: [`Cluster::tasks_finished(false)`](Cluster::tasks_finished)
+    /// does not wait for it.
+    pub background: bool,
+    /// Its priority class.
+    pub priority: Priority,
 }
 
 /// Shared between a task's future and its handles: the abort flag, and the
@@ -213,16 +234,23 @@ impl<H: Host> Cluster<H> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawn_with(future, false)
+        self.spawn_with(future, SpawnOptions::default())
     }
 
-    /// [`spawn`](Self::spawn), as a background task when `background`: one
-    /// that [`tasks_finished(false)`](Self::tasks_finished) does not wait for.
-    pub fn spawn_with<F>(self: &Arc<Self>, future: F, background: bool) -> TaskHandle<F::Output, H>
+    /// [`spawn`](Self::spawn) with [`SpawnOptions`].
+    pub fn spawn_with<F>(
+        self: &Arc<Self>,
+        future: F,
+        options: SpawnOptions,
+    ) -> TaskHandle<F::Output, H>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
+        let SpawnOptions {
+            background,
+            priority,
+        } = options;
         let shard = self
             .sched
             .host()
@@ -250,6 +278,7 @@ impl<H: Host> Cluster<H> {
         let (runnable, task) = Builder::new()
             .metadata(TaskMeta {
                 preferred: AtomicU32::new(NO_PROCESSOR),
+                priority,
                 cluster: self.clone(),
             })
             .spawn(move |_| supervised, schedule::<H>);

@@ -132,8 +132,10 @@ where
 #[derive(Clone, Debug, Default)]
 #[must_use = "a task::Builder does nothing until `spawn` is called"]
 pub struct Builder {
-    background: bool,
+    options: fairlane_core::SpawnOptions,
 }
+
+pub use fairlane_core::Priority;
 
 impl Builder {
     /// A builder for an ordinary task.
@@ -165,7 +167,28 @@ impl Builder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn background(mut self) -> Self {
-        self.background = true;
+        self.options.background = true;
+        self
+    }
+
+    /// The task's priority class (default [`Priority::Normal`]). A priority
+    /// shifts *when* a task runs, never *whether*: a ready normal or low task
+    /// at the head of its lane waits at most
+    /// [`Builder::priority_bound`](crate::Builder::priority_bound) polls of
+    /// other classes' tasks on its processor (default 8), and processors help
+    /// each other by age whatever the class. Yielding never raises a task's
+    /// standing.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::task::{Builder, Priority};
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let urgent = Builder::new().priority(Priority::High).spawn_on(async { "first" }, rt.handle())?;
+    /// assert_eq!(rt.block_on(urgent).unwrap(), "first");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn priority(mut self, priority: Priority) -> Self {
+        self.options.priority = priority;
         self
     }
 
@@ -206,7 +229,7 @@ impl Builder {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Ok(handle.spawn_with(future, self.background))
+        Ok(handle.spawn_with(future, self.options))
     }
 }
 
@@ -270,14 +293,14 @@ impl fmt::Debug for ShutdownRequested {
 pub(crate) fn spawn_on<F>(
     cluster: &crate::runtime::ClusterRef,
     future: F,
-    background: bool,
+    options: fairlane_core::SpawnOptions,
 ) -> JoinHandle<F::Output>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     JoinHandle {
-        inner: cluster.spawn_with(CatchUnwind(future), background),
+        inner: cluster.spawn_with(CatchUnwind(future), options),
     }
 }
 

@@ -346,6 +346,23 @@ impl Builder {
         self
     }
 
+    /// How many polls of other classes' tasks a ready normal- or
+    /// low-priority task at the head of its lane waits at most on its
+    /// processor (default 8; at least 1). See
+    /// [`task::Builder::priority`](crate::task::Builder::priority).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).priority_bound(4).build()?;
+    /// let err = fairlane::Runtime::builder().priority_bound(0).build().unwrap_err();
+    /// assert!(err.to_string().contains("priority_bound"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn priority_bound(&mut self, polls: u32) -> &mut Self {
+        self.config.priority_bound = polls;
+        self
+    }
+
     /// Prefix of the processor threads' names (`{name}-{index}`).
     ///
     /// # Example
@@ -583,16 +600,24 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(&self.cluster, future, false)
+        spawn_on(
+            &self.cluster,
+            future,
+            fairlane_core::SpawnOptions::default(),
+        )
     }
 
-    /// [`spawn`](Self::spawn), as a background task when `background`.
-    pub(crate) fn spawn_with<F>(&self, future: F, background: bool) -> JoinHandle<F::Output>
+    /// [`spawn`](Self::spawn) with the options of a `task::Builder`.
+    pub(crate) fn spawn_with<F>(
+        &self,
+        future: F,
+        options: fairlane_core::SpawnOptions,
+    ) -> JoinHandle<F::Output>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(&self.cluster, future, background)
+        spawn_on(&self.cluster, future, options)
     }
 
     /// Runs the blocking closure `f` on the runtime's blocking pool; see
