@@ -186,3 +186,41 @@ fn a_zero_priority_bound_is_invalid_input() {
     assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     assert!(err.to_string().contains("priority_bound"));
 }
+
+#[test]
+fn a_low_task_behind_a_spinning_task_is_helped_like_any_other() {
+    let _serial = serial();
+    with_deadline("priority_helped", DEADLINE, String::new, || {
+        let rt = fairlane::Runtime::builder().processors(2).build().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let polls = Arc::new(AtomicU64::new(0));
+        // Keep both processors busy, so that only helping (not idle
+        // stealing) can move the low task.
+        let busy = yielders(&rt, 10, Priority::Normal, &polls, &stop);
+        let rounds = Arc::new(AtomicU64::new(0));
+        let r = rounds.clone();
+        let spinner = rt.spawn(async move {
+            for _ in 0..20 {
+                let done = Arc::new(AtomicBool::new(false));
+                let d = done.clone();
+                // Queued on this processor's low lane, behind us.
+                Builder::new()
+                    .priority(Priority::Low)
+                    .spawn(async move { d.store(true, Ordering::Release) })
+                    .unwrap();
+                // Spin without yielding until another processor ran it.
+                while !done.load(Ordering::Acquire) {
+                    std::hint::spin_loop();
+                }
+                r.fetch_add(1, Ordering::Relaxed);
+                fairlane::yield_now().await;
+            }
+        });
+        rt.block_on(spinner).unwrap();
+        stop.store(true, Ordering::Relaxed);
+        for b in busy {
+            rt.block_on(b).unwrap();
+        }
+        assert_eq!(rounds.load(Ordering::Relaxed), 20);
+    });
+}
