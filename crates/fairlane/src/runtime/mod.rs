@@ -600,11 +600,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(
-            &self.cluster,
-            future,
-            fairlane_core::SpawnOptions::default(),
-        )
+        self.spawn_with(future, fairlane_core::SpawnOptions::default())
     }
 
     /// [`spawn`](Self::spawn) with the options of a `task::Builder`.
