@@ -81,7 +81,8 @@ pub use task::{AbortHandle, Cluster, SpawnOptions, TaskHandle, TaskMeta, TasksFi
 pub struct Config {
     /// Processors of the cluster (at least 1).
     pub processors: usize,
-    /// Lanes each processor owns (at least 1; default 2).
+    /// Normal-priority lanes each processor owns (at least 1; default 2);
+    /// each also has one high- and one low-priority lane.
     pub lanes_per_processor: usize,
     /// A help target is drawn every `help_period` pops and checked on the
     /// next one; 0 disables helping.

@@ -53,10 +53,14 @@ impl StdHost {
     }
 }
 
-// SAFETY: `current_processor` returns `Some(p)` only on the thread that
-// called `register_current(p)` for this runtime, and the runtime calls that
-// right before `Cluster::run_processor(p)` on the processor thread, which runs
-// nothing else until the loop returns.
+// SAFETY: `current_processor` returns `Some(p)` only on a thread that called
+// `register_current(p)` for this runtime and has not called
+// `unregister_current` since; `Handle::run_processor` brackets
+// `Cluster::run_processor(p)` with exactly those two calls. `block_in_place`
+// keeps the contract while it hands `p` over: the blocking thread (still
+// inside `run_processor(p)`, so the cluster stays alive) unregisters before
+// the replacement registers, and registers again only after the replacement
+// has unregistered and been joined.
 unsafe impl Host for StdHost {
     #[inline]
     fn now(&self) -> u64 {

@@ -307,7 +307,8 @@ impl Builder {
         self
     }
 
-    /// Lanes each processor owns (default 2). At least 1.
+    /// Normal-priority lanes each processor owns (default 2). At least 1.
+    /// Each processor also has one lane per other priority class.
     ///
     /// # Example
     /// ```
