@@ -49,6 +49,18 @@ pub unsafe trait Host: Send + Sync + 'static {
     /// Wakes processor `processor`'s thread, or makes its next `park` return.
     fn unpark(&self, processor: usize);
 
+    /// Called by processor `processor`'s own thread at the top of every
+    /// scheduling iteration, before it looks for work: the place for a host
+    /// to drain I/O completions and expire timers, waking their tasks (which
+    /// then land on this processor's lanes). A host whose `park` waits on
+    /// events too should drain them there as well: a wake it causes while
+    /// the processor is committed to sleep reaches `unpark` through the idle
+    /// protocol, so `park` returns. The default does nothing.
+    #[inline]
+    fn poll_events(&self, processor: usize) {
+        let _ = processor;
+    }
+
     /// The last-level cache processor `processor` runs under, as a small
     /// number; processors with equal numbers share it. Help targets are drawn
     /// among those 15 times in 16. Asked once, when the cluster is built. The

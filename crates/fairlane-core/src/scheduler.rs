@@ -132,6 +132,7 @@ impl<T, H: Host> Scheduler<T, H> {
             if self.queue.is_closed() || local.released.load(Ordering::Acquire) {
                 return None;
             }
+            self.host.poll_events(p);
             if let Some(found) = self.queue.pop(p, now).or_else(|| self.queue.steal(p, now)) {
                 return Some(self.found(p, found, handing_over));
             }
