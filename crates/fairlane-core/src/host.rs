@@ -61,6 +61,14 @@ pub unsafe trait Host: Send + Sync + 'static {
         let _ = processor;
     }
 
+    /// One step of a wait for another thread that holds the processor set
+    /// (a resize of the cluster): the default spins; a host with threads
+    /// should let others run (`std::thread::yield_now`).
+    #[inline]
+    fn relax(&self) {
+        crate::sync::spin_hint();
+    }
+
     /// The last-level cache processor `processor` runs under, as a small
     /// number; processors with equal numbers share it. Help targets are drawn
     /// among those 15 times in 16. Asked once, when the cluster is built. The

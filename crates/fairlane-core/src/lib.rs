@@ -49,6 +49,7 @@ mod host;
 mod idle;
 mod lane;
 mod queue;
+mod resize;
 mod scheduler;
 mod sync;
 mod task;
@@ -57,14 +58,23 @@ use core::fmt;
 
 pub use host::Host;
 
+/// The resize lock, exposed only to its loom model (`tests/loom_resize.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_resize {
+    pub use crate::resize::ResizeLock;
+}
+
 /// The lane type, exposed only to the loom models (`tests/loom_lane.rs`).
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_lane {
     pub use crate::lane::{Lane, LaneInfo, PushOutcome, EMPTY};
 }
-pub use scheduler::Scheduler;
-pub use task::{AbortHandle, Cluster, SpawnOptions, TaskHandle, TaskMeta, TasksFinished};
+pub use scheduler::{PushError, RemoveError, Scheduler};
+pub use task::{
+    AbortHandle, AffinityError, Cluster, SpawnOptions, TaskHandle, TaskMeta, TasksFinished,
+};
 
 /// The scheduler's tunables. Start from [`Config::new`].
 ///
@@ -79,8 +89,13 @@ pub use task::{AbortHandle, Cluster, SpawnOptions, TaskHandle, TaskMeta, TasksFi
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Config {
-    /// Processors of the cluster (at least 1).
+    /// Processors of the cluster at the start (at least 1).
     pub processors: usize,
+    /// Processor slots: the most processors the cluster can have at once
+    /// when processors are added at run time (default: `processors`; at
+    /// most [`MAX_PROCESSORS`]). Every slot costs its lanes' memory (about
+    /// 1.5 KiB) whether used or not.
+    pub max_processors: usize,
     /// Normal-priority lanes each processor owns (at least 1; default 2);
     /// each also has one high- and one low-priority lane.
     pub lanes_per_processor: usize,
@@ -139,6 +154,7 @@ impl Config {
     pub fn new(processors: usize) -> Self {
         Self {
             processors,
+            max_processors: processors,
             lanes_per_processor: 2,
             help_period: 8,
             help_factor_log2: 1,
@@ -156,6 +172,12 @@ impl Config {
         }
         if self.processors > MAX_PROCESSORS {
             return Err(ConfigError::TooManyProcessors(self.processors));
+        }
+        if self.max_processors > MAX_PROCESSORS || self.max_processors < self.processors {
+            return Err(ConfigError::MaxProcessors {
+                processors: self.processors,
+                max_processors: self.max_processors,
+            });
         }
         if self.lanes_per_processor == 0 {
             return Err(ConfigError::ZeroLanes);
@@ -187,6 +209,13 @@ pub enum ConfigError {
     ZeroProcessors,
     /// `processors` exceeded [`MAX_PROCESSORS`].
     TooManyProcessors(usize),
+    /// `max_processors` was below `processors` or above [`MAX_PROCESSORS`].
+    MaxProcessors {
+        /// The `processors` setting.
+        processors: usize,
+        /// The `max_processors` setting.
+        max_processors: usize,
+    },
     /// `lanes_per_processor` was 0.
     ZeroLanes,
     /// `help_factor_log2` was above 63.
@@ -204,6 +233,13 @@ impl fmt::Display for ConfigError {
             Self::TooManyProcessors(n) => {
                 write!(f, "processors must be at most {MAX_PROCESSORS} (got {n})")
             }
+            Self::MaxProcessors {
+                processors,
+                max_processors,
+            } => write!(
+                f,
+                "max_processors must be between processors ({processors}) and {MAX_PROCESSORS} (got {max_processors})"
+            ),
             Self::ZeroLanes => f.write_str("lanes_per_processor must be at least 1 (got 0)"),
             Self::HelpFactorTooLarge(n) => {
                 write!(f, "help_factor_log2 must be at most 63 (got {n})")
@@ -215,6 +251,63 @@ impl fmt::Display for ConfigError {
 }
 
 impl core::error::Error for ConfigError {}
+
+/// A processor's identity within its cluster: its slot and which of the
+/// processors that have held the slot it is, so an identity is never reused
+/// for another processor (a removed processor's slot can be given to a new
+/// one, with a new generation).
+///
+/// # Example
+/// ```
+/// # use core::sync::atomic::{AtomicU64, Ordering};
+/// # struct H(AtomicU64);
+/// # unsafe impl fairlane_core::Host for H {
+/// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+/// #     fn current_processor(&self) -> Option<usize> { None }
+/// #     fn park(&self, _: usize) {}
+/// #     fn unpark(&self, _: usize) {}
+/// # }
+/// let cluster = fairlane_core::Cluster::new(fairlane_core::Config::new(2), H(AtomicU64::new(0))).unwrap();
+/// let ids = cluster.processor_ids();
+/// assert_eq!(ids.len(), 2);
+/// assert_eq!(ids[1].index(), 1);
+/// assert_ne!(ids[0], ids[1]);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ProcessorId {
+    index: u32,
+    generation: u32,
+}
+
+impl ProcessorId {
+    pub(crate) fn new(index: usize, generation: u32) -> Self {
+        Self {
+            index: index as u32,
+            generation,
+        }
+    }
+
+    /// The processor's slot: the number the host's `park`, `unpark` and
+    /// `current_processor` use, and the index of its counters.
+    pub fn index(self) -> usize {
+        self.index as usize
+    }
+
+    /// How many processors held this slot before this one.
+    pub fn generation(self) -> u32 {
+        self.generation
+    }
+}
+
+impl fmt::Display for ProcessorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.generation == 0 {
+            write!(f, "processor {}", self.index)
+        } else {
+            write!(f, "processor {} (generation {})", self.index, self.generation)
+        }
+    }
+}
 
 /// What a processor counted about itself. Counters are written only by their
 /// processor and read without synchronisation: a snapshot, not a transaction.

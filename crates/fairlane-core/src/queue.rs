@@ -10,8 +10,9 @@ use alloc::vec::Vec;
 use crossbeam_utils::CachePadded;
 
 use crate::lane::{Lane, LaneInfo, PushOutcome};
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use crate::{Config, Priority};
+use crate::resize::ResizeLock;
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use crate::{Config, Priority, ProcessorId};
 
 /// Where a popped task came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,10 +42,30 @@ pub(crate) struct Local {
     normal_waited: AtomicUsize,
     low_waited: AtomicUsize,
     pub(crate) counters: Counters,
-    /// Set by another thread to make the thread running this processor
-    /// return from `run_processor` (the hand-back of `block_in_place`).
-    pub(crate) released: AtomicBool,
+    /// Why the thread running this processor must return from
+    /// `run_processor`: `RELEASED` (the hand-back of `block_in_place`) or
+    /// `REMOVED` (the processor left the cluster). Checked once per
+    /// scheduling iteration.
+    pub(crate) stop: AtomicU8,
+    /// This processor's reader flag of the resize lock (`resize.md`).
+    pub(crate) reading: AtomicBool,
+    /// The slot holds a processor of the cluster. Written only under the
+    /// resize lock's write side.
+    pub(crate) active: AtomicBool,
+    /// A thread has been promised this slot (by `add`) and has not yet
+    /// returned from running it: the slot cannot be reused before that.
+    pub(crate) occupied: AtomicBool,
+    /// Bumped each time the slot is given to a new processor, so that a
+    /// [`ProcessorId`] is never reused.
+    pub(crate) generation: AtomicU32,
+    /// The task being polled on this processor (a type-erased pointer to its
+    /// metadata), for calls that act on "the current task".
+    pub(crate) current: crate::sync::AtomicPtr<()>,
 }
+
+/// `Local::stop` bits.
+pub(crate) const RELEASED: u8 = 1;
+pub(crate) const REMOVED: u8 = 2;
 
 /// Counters each processor keeps about itself.
 #[derive(Default)]
@@ -79,7 +100,12 @@ impl Local {
             normal_waited: AtomicUsize::new(0),
             low_waited: AtomicUsize::new(0),
             counters: Counters::default(),
-            released: AtomicBool::new(false),
+            stop: AtomicU8::new(0),
+            reading: AtomicBool::new(false),
+            active: AtomicBool::new(false),
+            occupied: AtomicBool::new(false),
+            generation: AtomicU32::new(0),
+            current: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
         }
     }
 
@@ -103,23 +129,29 @@ impl Local {
     }
 }
 
-/// The cluster's ready queue: per processor, `lanes_per_processor` lanes of
-/// normal-priority tasks, then one lane of high- and one of low-priority
-/// tasks (`stride` lanes in all).
+/// The cluster's ready queue: per processor slot, `lanes_per_processor`
+/// lanes of normal-priority tasks, then one lane of high- and one of
+/// low-priority tasks, then the lane of tasks restricted to a set of
+/// processors (`stride` lanes in all). There are `Config::max_processors`
+/// slots; the active ones hold the cluster's processors (`resize.md`).
 pub(crate) struct ReadyQueue<T> {
     lanes: Box<[CachePadded<Lane<T>>]>,
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
     lanes_per_processor: usize,
-    /// Lanes per processor: `lanes_per_processor` + 2.
+    /// Lanes per slot: `lanes_per_processor` + 3.
     stride: usize,
+    /// The closed flag, the resize lock and the active-slot count: read on
+    /// every scheduling iteration, written rarely, so one clean shared line.
+    shared: CachePadded<Shared>,
+    /// The active slots, `shared.active_count` of them, in ascending order.
+    /// Written only under the resize lock's write side.
+    active: Box<[AtomicUsize]>,
     /// See `Config::priority_bound`.
     priority_bound: usize,
     help_period: usize,
     help_factor_log2: u32,
     steal_attempts: usize,
-    /// Set once, at shutdown; checked under a lane's lock by every push.
-    closed: CachePadded<AtomicBool>,
     /// Spreads pushes from outside threads that have no preferred processor.
     outside: CachePadded<AtomicUsize>,
     /// Per processor, the other processors sharing its last-level cache (as
@@ -127,23 +159,33 @@ pub(crate) struct ReadyQueue<T> {
     near: Box<[Box<[usize]>]>,
 }
 
+pub(crate) struct Shared {
+    /// Set once, at shutdown; checked under a lane's lock by every push.
+    closed: AtomicBool,
+    pub(crate) lock: ResizeLock,
+    active_count: AtomicUsize,
+}
+
 impl<T> ReadyQueue<T> {
     /// `cache_domain(p)` names processor `p`'s last-level cache.
+    /// Slots `0..config.processors` start active (and occupied: their
+    /// threads are the host's to start).
     pub(crate) fn new(config: &Config, cache_domain: impl Fn(usize) -> usize) -> Self {
-        let stride = config.lanes_per_processor + 2;
-        let n = config.processors * stride;
-        let domains: Vec<usize> = (0..config.processors).map(cache_domain).collect();
-        let near = (0..config.processors)
+        let stride = config.lanes_per_processor + 3;
+        let capacity = config.max_processors.max(config.processors);
+        let n = capacity * stride;
+        let domains: Vec<usize> = (0..capacity).map(cache_domain).collect();
+        let near = (0..capacity)
             .map(|p| {
-                (0..config.processors)
+                (0..capacity)
                     .filter(|&q| q != p && domains[q] == domains[p])
                     .collect()
             })
             .collect();
-        Self {
+        let queue = Self {
             lanes: (0..n).map(|_| CachePadded::new(Lane::new())).collect(),
             info: (0..n).map(|_| CachePadded::new(LaneInfo::new())).collect(),
-            local: (0..config.processors)
+            local: (0..capacity)
                 .map(|p| {
                     CachePadded::new(Local::new(
                         0x9e37_79b9_7f4a_7c15u64.wrapping_mul(p as u64 + 1),
@@ -156,19 +198,150 @@ impl<T> ReadyQueue<T> {
             help_period: config.help_period as usize,
             help_factor_log2: config.help_factor_log2,
             steal_attempts: config.steal_attempts,
-            closed: CachePadded::new(AtomicBool::new(false)),
+            shared: CachePadded::new(Shared {
+                closed: AtomicBool::new(false),
+                lock: ResizeLock::new(),
+                active_count: AtomicUsize::new(0),
+            }),
+            active: (0..capacity).map(|_| AtomicUsize::new(0)).collect(),
             outside: CachePadded::new(AtomicUsize::new(0)),
             near,
+        };
+        for p in 0..config.processors {
+            let local = &queue.local[p];
+            local.active.store(true, Ordering::Relaxed);
+            local.occupied.store(true, Ordering::Relaxed);
         }
+        queue.rebuild_active();
+        queue
     }
 
+    /// Number of active processors.
+    #[inline]
     pub(crate) fn processors(&self) -> usize {
+        self.shared.active_count.load(Ordering::Relaxed)
+    }
+
+    /// Number of processor slots (`Config::max_processors`).
+    pub(crate) fn capacity(&self) -> usize {
         self.local.len()
     }
 
-    fn lane_count(&self) -> usize {
-        self.lanes.len()
+    /// The resize lock.
+    #[inline]
+    pub(crate) fn lock(&self) -> &ResizeLock {
+        &self.shared.lock
     }
+
+    /// The `i`-th active slot, `i < processors()`.
+    #[inline]
+    fn active_slot(&self, i: usize) -> usize {
+        self.active[i].load(Ordering::Relaxed)
+    }
+
+    /// Whether `p` is an active slot.
+    #[inline]
+    pub(crate) fn is_active(&self, p: usize) -> bool {
+        p < self.capacity() && self.local[p].active.load(Ordering::Relaxed)
+    }
+
+    /// Whether `id` names a processor of the cluster now.
+    pub(crate) fn is_live(&self, id: ProcessorId) -> bool {
+        let p = id.index();
+        self.is_active(p) && self.local[p].generation.load(Ordering::Relaxed) == id.generation
+    }
+
+    /// The identity of the processor in active slot `p`.
+    pub(crate) fn id_of(&self, p: usize) -> ProcessorId {
+        ProcessorId::new(p, self.local[p].generation.load(Ordering::Relaxed))
+    }
+
+    /// The identities of the active processors.
+    pub(crate) fn ids(&self) -> Vec<ProcessorId> {
+        (0..self.processors())
+            .map(|i| self.id_of(self.active_slot(i)))
+            .collect()
+    }
+
+    /// Rewrites the active list from the slots' `active` flags. Writer only.
+    fn rebuild_active(&self) {
+        let mut count = 0;
+        for p in 0..self.capacity() {
+            if self.local[p].active.load(Ordering::Relaxed) {
+                self.active[count].store(p, Ordering::Relaxed);
+                count += 1;
+            }
+        }
+        self.shared.active_count.store(count, Ordering::Relaxed);
+    }
+
+    /// Activates a free slot for a new processor and returns it, or `None`
+    /// if every slot is taken. Call under the resize lock's write side.
+    pub(crate) fn add(&self) -> Option<usize> {
+        let p = (0..self.capacity()).find(|&p| {
+            let local = &self.local[p];
+            !local.active.load(Ordering::Relaxed) && !local.occupied.load(Ordering::Acquire)
+        })?;
+        let local = &self.local[p];
+        let generation = local.generation.load(Ordering::Relaxed);
+        local.generation.store(generation.wrapping_add(1), Ordering::Relaxed);
+        local.stop.store(0, Ordering::Relaxed);
+        local.help_target.store(NO_TARGET, Ordering::Relaxed);
+        local.occupied.store(true, Ordering::Relaxed);
+        local.active.store(true, Ordering::Relaxed);
+        self.rebuild_active();
+        Some(p)
+    }
+
+    /// Deactivates slot `p` and empties its lanes: tasks of its shared lanes
+    /// move to the same class's lanes of the remaining processors (round-robin,
+    /// keeping their push timestamps, so their age carries over); the tasks of
+    /// its restricted lane are returned, for the caller to place by their
+    /// allowed sets. Call under the resize lock's write side, with at least
+    /// one other processor active.
+    pub(crate) fn remove(&self, p: usize) -> Vec<T> {
+        let local = &self.local[p];
+        local.active.store(false, Ordering::Relaxed);
+        local.stop.fetch_or(REMOVED, Ordering::Relaxed);
+        self.rebuild_active();
+        let n = self.processors();
+        let mut restricted = Vec::new();
+        let mut next = 0;
+        for offset in 0..self.stride {
+            let l = p * self.stride + offset;
+            let items = self.lanes[l].take_all(&self.info[l]);
+            if offset == self.pinned_offset() {
+                restricted.extend(items.into_iter().map(|(item, _)| item));
+                continue;
+            }
+            for (item, ts) in items {
+                let to = self.active_slot(next % n);
+                next += 1;
+                let l = to * self.stride + offset;
+                // Pushed while no reader is in: only a closing queue can refuse.
+                if let PushOutcome::Closed(item) | PushOutcome::Busy(item) =
+                    self.lanes[l].push(&self.info[l], item, ts, true, || true)
+                {
+                    restricted.push(item);
+                }
+            }
+        }
+        restricted
+    }
+
+    /// The offset of the restricted lane within a slot.
+    #[inline]
+    fn pinned_offset(&self) -> usize {
+        self.lanes_per_processor + 2
+    }
+
+    /// Pushes a task restricted to a set of processors onto processor `p`'s
+    /// restricted lane, stamped `ts`. Only `p` ever pops it.
+    pub(crate) fn push_pinned(&self, p: usize, item: T, ts: u64) -> Result<(), T> {
+        let offset = self.pinned_offset();
+        self.push_to(p, offset..offset + 1, 0, item, ts)
+    }
+
 
     /// Pushes on behalf of processor `p` onto its own lanes, alternating
     /// between them, try-locking and moving on when one is busy; if all are
@@ -209,8 +382,8 @@ impl<T> ReadyQueue<T> {
         priority: Priority,
     ) -> Result<(), T> {
         let p = match preferred {
-            Some(p) if p < self.processors() => p,
-            _ => self.outside.fetch_add(1, Ordering::Relaxed) % self.processors(),
+            Some(p) if self.is_active(p) => p,
+            _ => self.active_slot(self.outside.fetch_add(1, Ordering::Relaxed) % self.processors()),
         };
         // The timestamp's low bits are as good a lane choice as any.
         self.push_to(
@@ -235,7 +408,7 @@ impl<T> ReadyQueue<T> {
     ) -> Result<(), T> {
         let count = offsets.len();
         let base = p * self.stride + offsets.start;
-        let open = || !self.closed.load(Ordering::Relaxed);
+        let open = || !self.shared.closed.load(Ordering::Relaxed);
         for i in 0..=count {
             let l = base + (start + i) % count;
             // The last round waits for the lock of the lane whose turn it was.
@@ -287,17 +460,20 @@ impl<T> ReadyQueue<T> {
         let base = p * self.stride;
         let high = base + self.lanes_per_processor;
         let low = high + 1;
+        let pinned = low + 1;
         let high_ready = self.info[high].looks_nonempty();
         let low_ready = self.info[low].looks_nonempty();
+        let pinned_ready = self.info[pinned].looks_nonempty();
         if !high_ready && !low_ready {
             Self::reset(&local.low_waited);
-            if let Some(item) = self.pop_normal(p, now) {
+            if let Some(item) = self.pop_normal(p, now, pinned_ready) {
                 Self::reset(&local.normal_waited);
                 return Some(item);
             }
             return None;
         }
-        let normal_ready = (base..high).any(|l| self.info[l].looks_nonempty());
+        let normal_ready =
+            pinned_ready || (base..high).any(|l| self.info[l].looks_nonempty());
         let bound = self.priority_bound;
         let order = if low_ready && local.low_waited.load(Ordering::Relaxed) >= bound {
             [Priority::Low, Priority::High, Priority::Normal]
@@ -309,7 +485,7 @@ impl<T> ReadyQueue<T> {
         for class in order {
             let item = match class {
                 Priority::High => self.lanes[high].pop(&self.info[high], now, false),
-                Priority::Normal => self.pop_normal(p, now),
+                Priority::Normal => self.pop_normal(p, now, pinned_ready),
                 Priority::Low => self.lanes[low].pop(&self.info[low], now, false),
             };
             if let Some(item) = item {
@@ -342,11 +518,14 @@ impl<T> ReadyQueue<T> {
     /// and serving the older head keeps the processor's lanes together a
     /// FIFO, so a task that yields in a loop waits behind every task that was
     /// ready before it, whichever lane it landed in. (Plain round-robin
-    /// service would let a short lane's tasks run more often.)
+    /// service would let a short lane's tasks run more often.) With
+    /// `pinned`, the restricted lane takes part too: restricted tasks are
+    /// served as normal-priority ones.
     #[inline]
-    fn pop_normal(&self, p: usize, now: u64) -> Option<T> {
+    fn pop_normal(&self, p: usize, now: u64, pinned: bool) -> Option<T> {
         let base = p * self.stride;
-        let lanes = base..base + self.lanes_per_processor;
+        let pinned = pinned.then_some(base + self.pinned_offset());
+        let lanes = (base..base + self.lanes_per_processor).chain(pinned);
         let mut skip = usize::MAX;
         for _ in lanes.clone() {
             let mut best = usize::MAX;
@@ -392,19 +571,28 @@ impl<T> ReadyQueue<T> {
     fn random_help_target(&self, p: usize) -> usize {
         let near = &self.near[p];
         let r = self.local[p].random();
-        if near.is_empty() || r & 15 == 0 || near.len() + 1 == self.processors() {
+        if near.is_empty() || r & 15 == 0 || near.len() + 1 == self.capacity() {
             return self.random_foreign_lane(p);
         }
         let other = near[(r >> 4) as usize % near.len()];
+        if !self.is_active(other) {
+            return self.random_foreign_lane(p);
+        }
         other * self.stride + self.random_lane_offset(r >> 40)
     }
 
-    /// A random lane of another processor (see `random_lane_offset`).
+    /// A random shared lane of another active processor (see
+    /// `random_lane_offset`). Needs at least two active processors.
     fn random_foreign_lane(&self, p: usize) -> usize {
         let n = self.processors();
         let r = self.local[p].random();
-        let other = (p + 1 + (r as usize) % (n - 1)) % n;
-        other * self.stride + self.random_lane_offset(r >> 32)
+        let i = (r as usize) % n;
+        let mut other = self.active_slot(i);
+        if other == p {
+            // Uniform among the others: skip ahead by 1..n-1.
+            other = self.active_slot((i + 1 + ((r >> 32) as usize) % (n - 1)) % n);
+        }
+        other * self.stride + self.random_lane_offset(r >> 20)
     }
 
     /// A lane offset within a processor: its high or low lane one time in 16
@@ -426,8 +614,6 @@ impl<T> ReadyQueue<T> {
     /// The slow path: a few random single-lane try-pops on other processors,
     /// then one pass over every lane from a random offset.
     pub(crate) fn steal(&self, p: usize, now: u64) -> Option<(T, Source)> {
-        let n = self.lane_count();
-        let lpp = self.stride;
         if self.processors() > 1 {
             for _ in 0..self.steal_attempts {
                 let l = self.random_foreign_lane(p);
@@ -439,56 +625,59 @@ impl<T> ReadyQueue<T> {
             }
         }
         let start = self.local[p].random() as usize;
+        self.scan(p, start, now, false)
+    }
+
+    /// One pass over the lanes processor `p` may take from — every active
+    /// processor's shared lanes and its own restricted lane — starting with
+    /// the `start`-th active processor, popping the first that looks
+    /// non-empty. With `wait`, busy lanes are waited for.
+    fn scan(&self, p: usize, start: usize, now: u64, wait: bool) -> Option<(T, Source)> {
+        let n = self.processors();
         for i in 0..n {
-            let l = (start + i) % n;
-            if self.info[l].looks_nonempty() {
-                if let Some(item) = self.lanes[l].pop(&self.info[l], now, false) {
-                    let source = if l / lpp == p {
-                        Source::Own
-                    } else {
-                        Source::Steal
-                    };
-                    return Some((item, source));
+            let q = self.active_slot((start + i) % n);
+            let lanes = if q == p { self.stride } else { self.pinned_offset() };
+            for offset in 0..lanes {
+                let l = q * self.stride + offset;
+                if self.info[l].looks_nonempty() {
+                    if let Some(item) = self.lanes[l].pop(&self.info[l], now, wait) {
+                        let source = if q == p { Source::Own } else { Source::Steal };
+                        return Some((item, source));
+                    }
                 }
             }
         }
         None
     }
 
-    /// The idle protocol's final scan: every lane whose head says non-empty is
-    /// locked (waiting, not trying) and popped. Called after `fence(SeqCst)`,
-    /// which makes the head reads reliable (see `idle.md`).
+    /// The idle protocol's final scan: every lane `p` may take from whose
+    /// head says non-empty is locked (waiting, not trying) and popped.
+    /// Called after `fence(SeqCst)`, which makes the head reads reliable
+    /// (see `idle.md`).
     pub(crate) fn final_scan(&self, p: usize, now: u64) -> Option<(T, Source)> {
-        let n = self.lane_count();
-        let lpp = self.stride;
-        for i in 0..n {
-            let l = (p * lpp + i) % n;
-            if self.info[l].looks_nonempty() {
-                if let Some(item) = self.lanes[l].pop(&self.info[l], now, true) {
-                    let source = if l / lpp == p {
-                        Source::Own
-                    } else {
-                        Source::Steal
-                    };
-                    return Some((item, source));
-                }
-            }
-        }
-        None
+        // Own slot first: its position in the active list.
+        let start = (0..self.processors())
+            .position(|i| self.active_slot(i) == p)
+            .unwrap_or(0);
+        self.scan(p, start, now, true)
     }
 
-    /// Whether any lane looks non-empty.
+    /// Whether any shared lane of an active processor looks non-empty.
     pub(crate) fn any_visible(&self) -> bool {
-        self.info.iter().any(|i| i.looks_nonempty())
+        (0..self.processors()).any(|i| {
+            let base = self.active_slot(i) * self.stride;
+            (base..base + self.pinned_offset()).any(|l| self.info[l].looks_nonempty())
+        })
     }
 
     /// Closes the queue: later pushes hand their item back.
     pub(crate) fn close(&self) {
-        self.closed.store(true, Ordering::SeqCst);
+        self.shared.closed.store(true, Ordering::SeqCst);
     }
 
+    #[inline]
     pub(crate) fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
+        self.shared.closed.load(Ordering::Acquire)
     }
 
     /// Empties every lane. After [`close`](Self::close), whatever this

@@ -8,9 +8,9 @@
 use alloc::vec::Vec;
 
 use crate::idle::Idle;
-use crate::queue::{bump, ReadyQueue, Source};
+use crate::queue::{bump, ReadyQueue, Source, RELEASED, REMOVED};
 use crate::sync::{fence, Ordering};
-use crate::{Config, ConfigError, Host, Priority, ProcessorCounters};
+use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId};
 
 /// A ready queue, its processors' idle-sleep state, and the host they run on.
 ///
@@ -45,7 +45,7 @@ impl<T, H: Host> Scheduler<T, H> {
         config.validate()?;
         Ok(Self {
             queue: ReadyQueue::new(&config, |p| host.cache_domain(p)),
-            idle: Idle::new(config.processors),
+            idle: Idle::new(config.max_processors.max(config.processors)),
             host,
             spin_rounds: config.spin_rounds,
             clock_period: u64::from(config.clock_period),
@@ -57,9 +57,36 @@ impl<T, H: Host> Scheduler<T, H> {
         &self.host
     }
 
-    /// Number of processors.
+    /// Number of processors now.
     pub fn processors(&self) -> usize {
         self.queue.processors()
+    }
+
+    /// Number of processor slots (`Config::max_processors`).
+    pub fn capacity(&self) -> usize {
+        self.queue.capacity()
+    }
+
+    /// The identities of the processors now.
+    pub fn processor_ids(&self) -> Vec<ProcessorId> {
+        let _guard = self.read_side();
+        self.queue.ids()
+    }
+
+    /// Whether `id` names a processor of this scheduler now.
+    pub fn is_live(&self, id: ProcessorId) -> bool {
+        let _guard = self.read_side();
+        self.queue.is_live(id)
+    }
+
+    /// The resize lock's read side for the calling thread: nothing on a
+    /// processor of this scheduler (it holds its flag while it runs),
+    /// the remote counter elsewhere.
+    fn read_side(&self) -> Option<crate::resize::RemoteGuard<'_>> {
+        match self.host.current_processor() {
+            Some(_) => None,
+            None => Some(self.queue.lock().read_remote()),
+        }
     }
 
     /// Makes `item` ready. On a processor of this scheduler it goes to that
@@ -91,9 +118,63 @@ impl<T, H: Host> Scheduler<T, H> {
         preferred: Option<usize>,
         priority: Priority,
     ) -> Result<(), T> {
+        let _guard = self.queue.lock().read_remote();
         self.queue
             .push_remote(preferred, item, self.host.now(), priority)?;
         self.notify_after_push();
+        Ok(())
+    }
+
+    /// Makes ready an item that only the processors `allowed` may take: it
+    /// goes to the restricted lane of the calling processor if that is
+    /// allowed, else of `preferred` if allowed, else of the first allowed
+    /// processor that exists; that processor is woken if it sleeps.
+    /// Returns [`PushError::NoneAllowed`] when no processor in `allowed`
+    /// exists any more.
+    pub fn push_restricted(
+        &self,
+        item: T,
+        allowed: &[ProcessorId],
+        preferred: Option<usize>,
+    ) -> Result<(), PushError<T>> {
+        let here = self.host.current_processor();
+        let _guard = match here {
+            Some(_) => None,
+            None => Some(self.queue.lock().read_remote()),
+        };
+        let allows = |p: usize| {
+            allowed
+                .iter()
+                .any(|&id| id.index() == p && self.queue.is_live(id))
+        };
+        let (target, ts) = match here {
+            Some(p) if allows(p) => {
+                let ts = self.queue.local[p].now.load(Ordering::Relaxed);
+                // Our own lane: we are awake and will find it.
+                return self
+                    .queue
+                    .push_pinned(p, item, ts)
+                    .map_err(PushError::Closed);
+            }
+            _ => {
+                let target = preferred
+                    .filter(|&p| allows(p))
+                    .or_else(|| allowed.iter().find(|&&id| self.queue.is_live(id)).map(|id| id.index()));
+                match target {
+                    Some(target) => (target, self.host.now()),
+                    None => return Err(PushError::NoneAllowed(item)),
+                }
+            }
+        };
+        self.queue
+            .push_pinned(target, item, ts)
+            .map_err(PushError::Closed)?;
+        // Only `target` can take the item, so it is the one to wake, not the
+        // idle list's top. The same handshake as `notify_after_push`: the
+        // push is complete before the fence, and `target`'s `sem` is read
+        // after it; its final scan covers its restricted lane.
+        fence(Ordering::SeqCst);
+        self.idle.wake(target, &self.host);
         Ok(())
     }
 
@@ -108,6 +189,9 @@ impl<T, H: Host> Scheduler<T, H> {
 
     /// The next item for processor `p`, sleeping while there is none.
     /// Returns `None` once the scheduler is closed.
+    ///
+    /// The calling thread must be between [`start`](Self::start) and
+    /// [`finish`](Self::finish) for `p`.
     pub fn next(&self, p: usize) -> Option<T> {
         let local = &self.queue.local[p];
         let mut spins = 0;
@@ -129,7 +213,14 @@ impl<T, H: Host> Scheduler<T, H> {
                 now
             };
             may_reuse_clock = false;
-            if self.queue.is_closed() || local.released.load(Ordering::Acquire) {
+            if self.queue.lock().writer_waiting() {
+                // Step aside for a resize (resize.md).
+                self.queue.lock().exit(&local.reading);
+                self.queue
+                    .lock()
+                    .enter(&local.reading, || self.host.relax());
+            }
+            if self.queue.is_closed() || local.stop.load(Ordering::Acquire) != 0 {
                 return None;
             }
             self.host.poll_events(p);
@@ -154,7 +245,8 @@ impl<T, H: Host> Scheduler<T, H> {
             };
             if found.is_none()
                 && !self.queue.is_closed()
-                && !local.released.load(Ordering::Acquire)
+                && local.stop.load(Ordering::Acquire) == 0
+                && !self.queue.lock().writer_waiting()
                 && self.idle.commit(p)
             {
                 bump(&local.counters.parks);
@@ -196,12 +288,57 @@ impl<T, H: Host> Scheduler<T, H> {
         bump(&self.queue.local[p].counters.polls);
     }
 
+    /// Records the task being polled on `p` (a type-erased pointer), or
+    /// none.
+    #[inline]
+    pub(crate) fn set_current(&self, p: usize, current: *mut ()) {
+        self.queue.local[p].current.store(current, Ordering::Relaxed);
+    }
+
+    /// The pointer last given to `set_current` on `p`.
+    pub(crate) fn current(&self, p: usize) -> *mut () {
+        self.queue.local[p].current.load(Ordering::Relaxed)
+    }
+
     /// Closes the scheduler: later pushes hand their item back, and every
     /// processor returns `None` from [`next`](Self::next) (sleepers are woken).
     pub fn close(&self) {
         self.queue.close();
-        for p in 0..self.processors() {
+        for p in 0..self.capacity() {
             self.idle.wake(p, &self.host);
+        }
+    }
+
+    /// Called by the thread about to run processor `p`, before its first
+    /// [`next`](Self::next): takes `p`'s read side of the resize lock, which
+    /// the thread keeps while it runs. Returns false if `p` is not a
+    /// processor of this scheduler (never added, or removed since); the
+    /// thread must then not run it (and, if it is `p`'s own thread, still
+    /// call [`finish`](Self::finish)).
+    pub fn start(&self, p: usize) -> bool {
+        if p >= self.capacity() {
+            return false;
+        }
+        let local = &self.queue.local[p];
+        self.queue.lock().enter(&local.reading, || self.host.relax());
+        if local.stop.load(Ordering::Acquire) & REMOVED != 0 {
+            self.queue.lock().exit(&local.reading);
+            return false;
+        }
+        true
+    }
+
+    /// Called by the thread that ran processor `p` once [`next`](Self::next)
+    /// has returned `None`: gives the read side back. `owner` is true for
+    /// `p`'s own thread (false for a stand-in that ran it for a while, see
+    /// [`release`](Self::release)); once the owner has finished, a removed
+    /// `p`'s slot can go to a new processor.
+    pub fn finish(&self, p: usize, owner: bool) {
+        let local = &self.queue.local[p];
+        self.queue.lock().exit(&local.reading);
+        if owner && local.stop.load(Ordering::Acquire) & RELEASED == 0 {
+            // Release: the slot's reuse (`add`, Acquire) comes after all we did.
+            local.occupied.store(false, Ordering::Release);
         }
     }
 
@@ -211,14 +348,82 @@ impl<T, H: Host> Scheduler<T, H> {
     /// the flag is set before the `sem` swap that wakes, and the sleeper
     /// checks it after the `sem` read-modify-write that woke it (idle.md).
     pub fn release(&self, p: usize) {
-        self.queue.local[p].released.store(true, Ordering::Release);
+        self.queue.local[p].stop.fetch_or(RELEASED, Ordering::Release);
         self.idle.wake(p, &self.host);
     }
 
     /// Clears [`release`](Self::release) once the released thread has
-    /// returned, so that `p` can run again.
+    /// returned, so that `p` can run again, and takes `p`'s read side of the
+    /// resize lock for the calling thread, which runs `p` again.
     pub fn reclaim(&self, p: usize) {
-        self.queue.local[p].released.store(false, Ordering::Release);
+        let local = &self.queue.local[p];
+        local.stop.fetch_and(!RELEASED, Ordering::Release);
+        self.queue.lock().enter(&local.reading, || self.host.relax());
+    }
+
+    /// Adds a processor: activates a free slot and returns its identity;
+    /// the caller then runs it ([`start`](Self::start), [`next`](Self::next)
+    /// ..., [`finish`](Self::finish) with `owner`). `None` if all
+    /// `max_processors` slots are in use (a removed processor's slot is
+    /// free once its thread has finished).
+    pub fn add_processor(&self) -> Option<ProcessorId> {
+        if self.queue.is_closed() {
+            return None;
+        }
+        self.resize(|queue| queue.add().map(|p| queue.id_of(p)))
+    }
+
+    /// Removes processor `id`: it stops taking work (its thread returns
+    /// `None` from `next` after the poll it is in), and the items queued on
+    /// its lanes move to the other processors' lanes, except items pushed
+    /// with [`push_restricted`](Self::push_restricted), which are returned
+    /// for the caller to place again. Waits for every processor to finish
+    /// the poll it is in.
+    pub fn remove_processor(&self, id: ProcessorId) -> Result<Vec<T>, RemoveError> {
+        self.resize(|queue| {
+            if !queue.is_live(id) {
+                return Err(RemoveError::NoSuchProcessor);
+            }
+            if queue.processors() == 1 {
+                return Err(RemoveError::LastProcessor);
+            }
+            Ok(queue.remove(id.index()))
+        })
+        .inspect(|_| {
+            // Its thread may sleep: make it come round to its check.
+            self.idle.wake(id.index(), &self.host);
+        })
+    }
+
+    /// Runs `f` under the write side of the resize lock. A processor of
+    /// this scheduler calling it gives up its own read side for the while,
+    /// so that two of them resizing at once wait for each other in turn
+    /// rather than forever.
+    fn resize<R>(&self, f: impl FnOnce(&ReadyQueue<T>) -> R) -> R {
+        let lock = self.queue.lock();
+        let me = self.host.current_processor();
+        if let Some(p) = me {
+            lock.exit(&self.queue.local[p].reading);
+        }
+        let guard = lock.write(
+            self.queue.local.iter().map(|local| &local.reading),
+            || {
+                // Sleeping processors hold their flags: wake them all, so that
+                // each comes round to its check of the writer bit.
+                for p in 0..self.capacity() {
+                    if self.queue.is_active(p) {
+                        self.idle.wake(p, &self.host);
+                    }
+                }
+            },
+            || self.host.relax(),
+        );
+        let result = f(&self.queue);
+        drop(guard);
+        if let Some(p) = me {
+            lock.enter(&self.queue.local[p].reading, || self.host.relax());
+        }
+        result
     }
 
     /// Whether [`close`](Self::close) was called.
@@ -245,3 +450,41 @@ impl<T, H: Host> Scheduler<T, H> {
         }
     }
 }
+
+/// Why [`Scheduler::push_restricted`] handed an item back.
+#[derive(Debug)]
+pub enum PushError<T> {
+    /// The scheduler is closed.
+    Closed(T),
+    /// None of the allowed processors exists any more.
+    NoneAllowed(T),
+}
+
+/// Why a processor could not be removed.
+///
+/// # Example
+/// ```
+/// let err = fairlane_core::RemoveError::LastProcessor;
+/// assert!(err.to_string().contains("last processor"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RemoveError {
+    /// No processor of the cluster has this identity (never was, or already
+    /// removed).
+    NoSuchProcessor,
+    /// It is the cluster's last processor: a cluster keeps at least one,
+    /// since tasks spawned or woken later would have nowhere to run.
+    LastProcessor,
+}
+
+impl core::fmt::Display for RemoveError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::NoSuchProcessor => "no processor of this cluster has that identity (it may have been removed already)",
+            Self::LastProcessor => "cannot remove the last processor of a cluster: add another one first, or shut the runtime down",
+        })
+    }
+}
+
+impl core::error::Error for RemoveError {}

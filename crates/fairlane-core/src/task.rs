@@ -16,8 +16,11 @@ use slab::Slab;
 
 use alloc::sync::Arc;
 
+use crate::scheduler::PushError;
 use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
-use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, Scheduler};
+use crate::{
+    Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId, RemoveError, Scheduler,
+};
 
 const NO_PROCESSOR: u32 = u32::MAX;
 
@@ -27,11 +30,40 @@ pub struct TaskMeta<H: Host> {
     preferred: AtomicU32,
     /// The task's priority class: which of its processor's lanes it goes to.
     priority: Priority,
+    /// Whether `affinity` holds a set: read on every schedule, so that an
+    /// unrestricted task never touches the lock.
+    restricted: AtomicBool,
+    /// The processors the task may run on, if restricted. Written by the
+    /// task itself while it runs (or at spawn); `async-task`'s state word
+    /// orders that write before any later schedule of the task.
+    affinity: SpinLock<Option<Arc<[ProcessorId]>>>,
     /// The task's cluster. Kept here rather than captured by the schedule
     /// function: `async-task` wraps every call of a schedule function that
     /// captures anything in a waker clone and drop (two atomic
     /// read-modify-writes per wake), and a zero-sized one skips that.
-    cluster: Arc<Cluster<H>>,
+    ///
+    /// Changed only by the task itself, while it runs
+    /// ([`Cluster::migrate_current`]), and read only by the schedule
+    /// function, which `async-task` never calls while the task runs: the
+    /// task's state word (AcqRel transitions) orders every write before every
+    /// later read, so the cell is never accessed concurrently.
+    cluster: core::cell::UnsafeCell<Arc<Cluster<H>>>,
+}
+
+// SAFETY: every field but `cluster` is `Sync`; `cluster` is written only by
+// the thread polling the task and read only by `schedule`, which never runs
+// during a poll of the same task (see the field's comment), so no two
+// threads access it at once.
+unsafe impl<H: Host> Sync for TaskMeta<H> {}
+
+impl<H: Host> TaskMeta<H> {
+    /// The task's cluster; see the field's comment for why this is sound.
+    #[inline]
+    fn cluster(&self) -> &Arc<Cluster<H>> {
+        // SAFETY: called only from `schedule` (and `migrate_current`, the
+        // writer itself), never during a write (see `cluster`).
+        unsafe { &*self.cluster.get() }
+    }
 }
 
 impl<H: Host> TaskMeta<H> {
@@ -56,8 +88,11 @@ impl<H: Host> core::fmt::Debug for TaskMeta<H> {
 /// dropping it drops the future (cancels the task).
 fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
     let meta = runnable.metadata();
-    if let Some(p) = meta.cluster.host().current_processor() {
-        let cluster: *const Cluster<H> = &*meta.cluster;
+    if meta.restricted.load(Ordering::Relaxed) {
+        return schedule_restricted(runnable);
+    }
+    if let Some(p) = meta.cluster().host().current_processor() {
+        let cluster: *const Cluster<H> = &**meta.cluster();
         // SAFETY: by the `Host` contract this thread is inside
         // `cluster.run_processor(p)`, whose `&self` borrow keeps the cluster
         // alive for the whole of this call — also after the push, when the
@@ -69,9 +104,36 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         // Outside a processor nothing else is known to keep the cluster alive
         // once the runnable is queued: hold a reference across the push.
         let preferred = meta.preferred();
-        let cluster = meta.cluster.clone();
+        let cluster = meta.cluster().clone();
         let priority = meta.priority;
         drop(cluster.sched.push_remote(runnable, preferred, priority));
+    }
+}
+
+/// The push rule of a task restricted to a set of processors (see
+/// [`Scheduler::push_restricted`]). A task none of whose allowed processors
+/// exists any more is re-homed: its restriction is cleared and it runs
+/// anywhere in its cluster from then on.
+#[cold]
+fn schedule_restricted<H: Host>(runnable: Runnable<TaskMeta<H>>) {
+    let meta = runnable.metadata();
+    let allowed = meta.affinity.lock().with(|a| a.clone());
+    // Keeps the cluster alive across the push, wherever we are.
+    let cluster = meta.cluster().clone();
+    let preferred = meta.preferred();
+    let Some(allowed) = allowed else {
+        meta.restricted.store(false, Ordering::Relaxed);
+        return schedule(runnable);
+    };
+    match cluster.sched.push_restricted(runnable, &allowed, preferred) {
+        // A closed cluster: dropping the runnable cancels the task.
+        Ok(()) | Err(PushError::Closed(_)) => {}
+        Err(PushError::NoneAllowed(runnable)) => {
+            let meta = runnable.metadata();
+            meta.affinity.lock().with(|a| *a = None);
+            meta.restricted.store(false, Ordering::Relaxed);
+            schedule(runnable);
+        }
     }
 }
 
@@ -82,7 +144,7 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
 /// let options = fairlane_core::SpawnOptions::default();
 /// assert!(!options.background);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SpawnOptions {
     /// A background task: [`Cluster::tasks_finished(false)`](Cluster::tasks_finished)
@@ -90,7 +152,42 @@ pub struct SpawnOptions {
     pub background: bool,
     /// Its priority class.
     pub priority: Priority,
+    /// The processors it may run on (`None`: any of its cluster's). At
+    /// least one must exist when spawning; a restricted task is served as a
+    /// normal-priority one, so `priority` must then be `Normal`.
+    pub affinity: Option<Arc<[ProcessorId]>>,
 }
+
+/// Why a set of processors cannot restrict a task.
+///
+/// # Example
+/// ```
+/// let err = fairlane_core::AffinityError::NoSuchProcessor;
+/// assert!(err.to_string().contains("no processor"));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum AffinityError {
+    /// The set names no processor of the cluster that exists now.
+    NoSuchProcessor,
+    /// Restricted tasks are served as normal-priority ones.
+    WithPriority,
+    /// Changing the current task's set was asked outside a task of this
+    /// cluster.
+    NotInTask,
+}
+
+impl core::fmt::Display for AffinityError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            Self::NoSuchProcessor => "the affinity set names no processor of the task's cluster (ask the cluster for its processor ids)",
+            Self::WithPriority => "a task restricted to a set of processors runs at normal priority: drop the priority or the affinity",
+            Self::NotInTask => "the current task's affinity can only be changed from inside a task, on a processor of its cluster",
+        })
+    }
+}
+
+impl core::error::Error for AffinityError {}
 
 /// Shared between a task's future and its handles: the abort flag, and the
 /// task's waker so that an abort can get it polled (and dropped).
@@ -204,7 +301,7 @@ impl<H: Host> Cluster<H> {
     /// assert_eq!(cluster.processors(), 2);
     /// ```
     pub fn new(config: Config, host: H) -> Result<Arc<Self>, ConfigError> {
-        let shards = config.processors + 1;
+        let shards = config.max_processors.max(config.processors) + 1;
         Ok(Arc::new(Self {
             sched: Scheduler::new(config, host)?,
             registry: (0..shards)
@@ -215,9 +312,126 @@ impl<H: Host> Cluster<H> {
         }))
     }
 
-    /// Number of processors.
+    /// Number of processors now.
     pub fn processors(&self) -> usize {
         self.sched.processors()
+    }
+
+    /// Number of processor slots (`Config::max_processors`): processor
+    /// indices are below it.
+    pub fn capacity(&self) -> usize {
+        self.sched.capacity()
+    }
+
+    /// The identities of the processors now, in slot order.
+    pub fn processor_ids(&self) -> Vec<ProcessorId> {
+        self.sched.processor_ids()
+    }
+
+    /// Whether `id` names a processor of this cluster now.
+    pub fn is_live(&self, id: ProcessorId) -> bool {
+        self.sched.is_live(id)
+    }
+
+    /// The identity of processor `p`, if it is one of this cluster's now.
+    pub fn processor_id(&self, p: usize) -> Option<ProcessorId> {
+        self.processor_ids().into_iter().find(|id| id.index() == p)
+    }
+
+    /// Adds a processor and returns its identity; the host must then run it
+    /// on a thread of its own ([`run_processor`](Self::run_processor) with
+    /// its index). `None` when all `Config::max_processors` slots are taken
+    /// (or the cluster is shut down).
+    pub fn add_processor(&self) -> Option<ProcessorId> {
+        self.sched.add_processor()
+    }
+
+    /// Removes processor `id`: its thread returns from `run_processor` after
+    /// the poll it is in, the tasks queued on it move to the other
+    /// processors, and tasks restricted to it are placed on another of their
+    /// allowed processors — or, if none is left, lose their restriction. A
+    /// cluster keeps at least one processor. Blocks until every processor has
+    /// finished the poll it is in (see `resize.md`).
+    pub fn remove_processor(&self, id: ProcessorId) -> Result<(), RemoveError> {
+        let restricted = self.sched.remove_processor(id)?;
+        for runnable in restricted {
+            // The same rule as any wake of a restricted task.
+            schedule_restricted(runnable);
+        }
+        Ok(())
+    }
+
+    /// The metadata of the task being polled on processor `p`, if the
+    /// calling thread is `p`'s and polls a task.
+    fn current_meta(&self, p: usize) -> Option<&TaskMeta<H>> {
+        let current = self.sched.current(p) as *const TaskMeta<H>;
+        // SAFETY: `run_loop` stores the metadata pointer of the runnable it
+        // runs right before running it and clears it right after; the caller
+        // is processor `p`'s thread, so inside that run (a task's poll), and
+        // the task, with its metadata, lives at least until the run returns.
+        unsafe { current.as_ref() }
+    }
+
+    /// Moves the task being polled on the calling processor (of this
+    /// cluster) to `target`: from its next schedule on it is queued, and
+    /// runs, on `target`'s processors. Its affinity set, which names this
+    /// cluster's processors, is cleared. The caller then wakes the task and
+    /// returns `Pending`, so that it is scheduled — onto `target` — once
+    /// the poll ends. Tasks stay in the registry of the cluster that spawned
+    /// them.
+    pub fn migrate_current(&self, target: &Arc<Cluster<H>>) -> Result<(), AffinityError> {
+        let p = self
+            .host()
+            .current_processor()
+            .ok_or(AffinityError::NotInTask)?;
+        let meta = self.current_meta(p).ok_or(AffinityError::NotInTask)?;
+        if !core::ptr::eq(&**meta.cluster(), self) {
+            return Err(AffinityError::NotInTask);
+        }
+        meta.affinity.lock().with(|a| *a = None);
+        meta.restricted.store(false, Ordering::Relaxed);
+        meta.preferred.store(NO_PROCESSOR, Ordering::Relaxed);
+        // SAFETY: we are polling the task (see `current_meta`), so `schedule`
+        // cannot run for it now (see `TaskMeta::cluster`). The old `Arc` can
+        // be dropped: this thread is inside `self.run_processor`, whose
+        // borrow keeps `self` alive.
+        let old = unsafe { core::mem::replace(&mut *meta.cluster.get(), target.clone()) };
+        drop(old);
+        Ok(())
+    }
+
+    /// Checks an affinity set against the processors that exist now.
+    fn check_affinity(&self, allowed: &[ProcessorId]) -> Result<(), AffinityError> {
+        if allowed.iter().any(|&id| self.sched.is_live(id)) {
+            Ok(())
+        } else {
+            Err(AffinityError::NoSuchProcessor)
+        }
+    }
+
+    /// Restricts the task being polled on the calling processor to
+    /// `allowed` (`None` lifts the restriction). Takes effect from the next
+    /// time the task is scheduled: a task that wants to move at once yields
+    /// after the call.
+    pub fn set_current_affinity(
+        &self,
+        allowed: Option<Arc<[ProcessorId]>>,
+    ) -> Result<(), AffinityError> {
+        let p = self
+            .host()
+            .current_processor()
+            .ok_or(AffinityError::NotInTask)?;
+        let meta = self.current_meta(p).ok_or(AffinityError::NotInTask)?;
+        if let Some(allowed) = &allowed {
+            self.check_affinity(allowed)?;
+            if meta.priority != Priority::Normal {
+                return Err(AffinityError::WithPriority);
+            }
+        }
+        let restricted = allowed.is_some();
+        meta.affinity.lock().with(|a| *a = allowed);
+        meta.restricted.store(restricted, Ordering::Relaxed);
+        Ok(())
     }
 
     /// The host.
@@ -234,15 +448,19 @@ impl<H: Host> Cluster<H> {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawn_with(future, SpawnOptions::default())
+        match self.spawn_with(future, SpawnOptions::default()) {
+            Ok(handle) => handle,
+            Err(_) => unreachable!("default spawn options are always valid"),
+        }
     }
 
-    /// [`spawn`](Self::spawn) with [`SpawnOptions`].
+    /// [`spawn`](Self::spawn) with [`SpawnOptions`]; an affinity set that
+    /// cannot work is an error (and the future is dropped).
     pub fn spawn_with<F>(
         self: &Arc<Self>,
         future: F,
         options: SpawnOptions,
-    ) -> TaskHandle<F::Output, H>
+    ) -> Result<TaskHandle<F::Output, H>, AffinityError>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -250,12 +468,19 @@ impl<H: Host> Cluster<H> {
         let SpawnOptions {
             background,
             priority,
+            affinity,
         } = options;
+        if let Some(allowed) = &affinity {
+            self.check_affinity(allowed)?;
+            if priority != Priority::Normal {
+                return Err(AffinityError::WithPriority);
+            }
+        }
         let shard = self
             .sched
             .host()
             .current_processor()
-            .unwrap_or(self.processors());
+            .unwrap_or(self.capacity());
         let ctl = Arc::new(TaskCtl {
             aborted: AtomicBool::new(false),
             background,
@@ -279,31 +504,56 @@ impl<H: Host> Cluster<H> {
             .metadata(TaskMeta {
                 preferred: AtomicU32::new(NO_PROCESSOR),
                 priority,
-                cluster: self.clone(),
+                restricted: AtomicBool::new(affinity.is_some()),
+                affinity: SpinLock::new(affinity),
+                cluster: core::cell::UnsafeCell::new(self.clone()),
             })
             .spawn(move |_| supervised, schedule::<H>);
         ctl.waker.lock().with(|w| *w = Some(runnable.waker()));
         runnable.schedule();
-        TaskHandle {
+        Ok(TaskHandle {
             task: Some(task.fallible()),
             ctl,
-        }
+        })
     }
 
     /// Runs processor `p` on the calling thread until the cluster is shut
     /// down: the one core function a host calls per processor thread.
+    ///
+    /// Returns at once if `p` is not a processor of the cluster (a bad index,
+    /// or one removed before its thread started).
     pub fn run_processor(&self, p: usize) {
-        assert!(
-            p < self.processors(),
-            "processor {p} does not exist in this cluster"
-        );
+        if self.sched.start(p) {
+            self.run_loop(p);
+        }
+        if p < self.capacity() {
+            self.sched.finish(p, true);
+        }
+    }
+
+    /// Runs processor `p` on the calling thread in place of its own thread,
+    /// which is busy elsewhere (std's `block_in_place`), until
+    /// [`release_processor(p)`](Self::release_processor) or shutdown. The
+    /// own thread takes over again with
+    /// [`reclaim_processor`](Self::reclaim_processor).
+    pub fn run_stand_in(&self, p: usize) {
+        if self.sched.start(p) {
+            self.run_loop(p);
+            self.sched.finish(p, false);
+        }
+    }
+
+    fn run_loop(&self, p: usize) {
         while let Some(runnable) = self.sched.next(p) {
             let meta = runnable.metadata();
             if meta.preferred.load(Ordering::Relaxed) != p as u32 {
                 meta.preferred.store(p as u32, Ordering::Relaxed);
             }
             self.sched.count_poll(p);
+            self.sched
+                .set_current(p, meta as *const TaskMeta<H> as *mut ());
             runnable.run();
+            self.sched.set_current(p, core::ptr::null_mut());
         }
     }
 
@@ -316,8 +566,10 @@ impl<H: Host> Cluster<H> {
         self.sched.release(p);
     }
 
-    /// Lets processor `p` run again after
-    /// [`release_processor`](Self::release_processor).
+    /// Lets processor `p` run again on the calling thread (its own thread)
+    /// after [`release_processor`](Self::release_processor) and the stand-in's
+    /// return. If `p` was removed meanwhile, its next look for work returns
+    /// and `run_processor` ends.
     pub fn reclaim_processor(&self, p: usize) {
         self.sched.reclaim(p);
     }
@@ -354,6 +606,11 @@ impl<H: Host> Cluster<H> {
     /// Number of tasks spawned and not yet completed or dropped.
     pub fn live_tasks(&self) -> usize {
         self.count_tasks(true)
+    }
+
+    /// [`live_tasks`](Self::live_tasks) less the background tasks.
+    pub fn live_foreground_tasks(&self) -> usize {
+        self.count_tasks(false)
     }
 
     /// Live tasks, background ones only when `include_background`.

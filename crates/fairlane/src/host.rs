@@ -90,6 +90,10 @@ unsafe impl Host for StdHost {
         std::thread::park();
     }
 
+    fn relax(&self) {
+        std::thread::yield_now();
+    }
+
     fn unpark(&self, processor: usize) {
         // A processor only parks after registering (it registers before it
         // runs), and the core only unparks a processor that committed to

@@ -35,5 +35,9 @@ mod host;
 mod runtime;
 pub mod task;
 
-pub use runtime::{Builder, Handle, ProcessorMetrics, Runtime, RuntimeMetrics, TryCurrentError};
+pub use runtime::{
+    Builder, Cluster, Handle, MigrateHere, ProcessorMetrics, Runtime, RuntimeMetrics,
+    TryCurrentError,
+};
+pub use task::ProcessorId;
 pub use task::{spawn, yield_now, AbortHandle, JoinError, JoinHandle};

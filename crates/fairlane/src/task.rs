@@ -7,7 +7,11 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
+
+use fairlane_core::{AffinityError, Host};
+pub use fairlane_core::ProcessorId;
 
 use crate::runtime::context;
 
@@ -133,6 +137,7 @@ where
 #[must_use = "a task::Builder does nothing until `spawn` is called"]
 pub struct Builder {
     options: fairlane_core::SpawnOptions,
+    name: Option<Arc<str>>,
 }
 
 pub use fairlane_core::Priority;
@@ -192,6 +197,52 @@ impl Builder {
         self
     }
 
+    /// Restricts the task to the processors `allowed` of its cluster: it is
+    /// only ever polled on one of them (helping and stealing processors
+    /// outside the set never take it; it waits in a lane of its own so it
+    /// never holds up the tasks behind it). A task woken on an allowed
+    /// processor stays there; otherwise it goes to the processor that last
+    /// ran it if allowed, else to the first allowed one. If every allowed
+    /// processor is removed, the task loses its restriction and runs
+    /// anywhere in its cluster. Restricted tasks run at normal priority.
+    ///
+    /// # Errors
+    /// At spawn: a set naming no processor of the cluster, or a priority
+    /// other than normal, is an `InvalidInput` error.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(2).build()?;
+    /// let first = rt.handle().cluster().processors()[0];
+    /// let task = fairlane::task::Builder::new()
+    ///     .affinity([first])
+    ///     .spawn_on(async { fairlane::task::current_processor() }, rt.handle())?;
+    /// assert_eq!(rt.block_on(task).unwrap(), Some(first));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn affinity(mut self, allowed: impl IntoIterator<Item = ProcessorId>) -> Self {
+        self.options.affinity = Some(allowed.into_iter().collect());
+        self
+    }
+
+    /// Names the task; the name appears in its [`JoinError`]s and in its
+    /// [`JoinHandle`]'s `Debug` output.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let task = fairlane::task::Builder::new()
+    ///     .name("flusher")
+    ///     .spawn_on(async { panic!("disk gone") }, rt.handle())?;
+    /// let err = rt.block_on(task).unwrap_err();
+    /// assert_eq!(err.to_string(), r#"task "flusher" panicked with message "disk gone""#);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn name(mut self, name: &str) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// Spawns `future` on the current runtime with these options.
     ///
     /// # Errors
@@ -229,7 +280,68 @@ impl Builder {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        Ok(handle.spawn_with(future, self.options))
+        let mut task = handle.spawn_with(future, self.options).map_err(|e| {
+            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("task::Builder: {e}"))
+        })?;
+        task.name = self.name;
+        Ok(task)
+    }
+}
+
+/// The processor the calling task runs on, or `None` outside a task.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let id = rt.block_on(rt.spawn(async { fairlane::task::current_processor() })).unwrap();
+/// assert_eq!(id, Some(rt.handle().cluster().processors()[0]));
+/// assert_eq!(fairlane::task::current_processor(), None);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn current_processor() -> Option<ProcessorId> {
+    context::with_current(|handle| {
+        let p = handle.cluster.host().current_processor()?;
+        handle.cluster.processor_id(p)
+    })
+    .flatten()
+}
+
+/// Restricts the calling task to the processors `allowed` of its cluster
+/// (see [`Builder::affinity`]), or lifts the restriction with `None`. Takes
+/// effect from the next time the task is scheduled: yield right after to
+/// move at once.
+///
+/// # Errors
+/// `InvalidInput` for a set naming no processor of the task's cluster or a
+/// task with a priority other than normal; `Unsupported` outside a task.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(2).build()?;
+/// let last = *rt.handle().cluster().processors().last().unwrap();
+/// let on = rt.block_on(rt.spawn(async move {
+///     fairlane::task::set_affinity(Some([last]))?;
+///     fairlane::yield_now().await;
+///     Ok::<_, std::io::Error>(fairlane::task::current_processor())
+/// })).unwrap()?;
+/// assert_eq!(on, Some(last));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn set_affinity(
+    allowed: Option<impl IntoIterator<Item = ProcessorId>>,
+) -> std::io::Result<()> {
+    let allowed: Option<Arc<[ProcessorId]>> = allowed.map(|a| a.into_iter().collect());
+    let result = context::with_current(|handle| handle.cluster.set_current_affinity(allowed));
+    match result {
+        Some(Ok(())) => Ok(()),
+        Some(Err(AffinityError::NotInTask)) | None => Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            AffinityError::NotInTask.to_string(),
+        )),
+        Some(Err(e)) => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            e.to_string(),
+        )),
     }
 }
 
@@ -257,7 +369,7 @@ impl Builder {
 /// ```
 #[track_caller]
 pub fn shutdown_requested() -> ShutdownRequested {
-    match context::with_current(|handle| handle.signal.clone()) {
+    match context::with_current(|handle| handle.shared.signal.clone()) {
         Some(signal) => ShutdownRequested { signal },
         None => panic!(
             "fairlane::task::shutdown_requested must be called from within a fairlane runtime"
@@ -294,14 +406,15 @@ pub(crate) fn spawn_on<F>(
     cluster: &crate::runtime::ClusterRef,
     future: F,
     options: fairlane_core::SpawnOptions,
-) -> JoinHandle<F::Output>
+) -> Result<JoinHandle<F::Output>, AffinityError>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
-    JoinHandle {
-        inner: cluster.spawn_with(CatchUnwind(future), options),
-    }
+    Ok(JoinHandle {
+        inner: cluster.spawn_with(CatchUnwind(future), options)?,
+        name: None,
+    })
 }
 
 /// Yields to the scheduler: the task goes to the back of a lane of its
@@ -375,6 +488,7 @@ impl<F: Future> Future for CatchUnwind<F> {
 /// ```
 pub struct JoinHandle<T> {
     inner: fairlane_core::TaskHandle<Result<T, Panic>, crate::host::StdHost>,
+    name: Option<Arc<str>>,
 }
 
 impl<T> JoinHandle<T> {
@@ -429,11 +543,13 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let name = self.name.clone();
         Pin::new(&mut self.inner).poll(cx).map(|out| match out {
             Some(Ok(value)) => Ok(value),
-            Some(Err(panic)) => Err(JoinError::panic(panic)),
+            Some(Err(panic)) => Err(JoinError::panic(panic, name)),
             None => Err(JoinError {
                 repr: Repr::Cancelled,
+                name,
             }),
         })
     }
@@ -442,6 +558,7 @@ impl<T> Future for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("name", &self.name)
             .field("finished", &self.is_finished())
             .finish()
     }
@@ -497,6 +614,8 @@ impl fmt::Debug for AbortHandle {
 /// ```
 pub struct JoinError {
     repr: Repr,
+    /// The task's name, if it was given one.
+    name: Option<Arc<str>>,
 }
 
 enum Repr {
@@ -515,13 +634,14 @@ struct SyncPanic(Panic);
 unsafe impl Sync for SyncPanic {}
 
 impl JoinError {
-    fn panic(payload: Panic) -> Self {
+    fn panic(payload: Panic, name: Option<Arc<str>>) -> Self {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
             .or_else(|| payload.downcast_ref::<String>().cloned());
         JoinError {
             repr: Repr::Panic(SyncPanic(payload), message),
+            name,
         }
     }
 
@@ -563,10 +683,14 @@ impl JoinError {
 
 impl fmt::Display for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("task ")?;
+        if let Some(name) = &self.name {
+            write!(f, "{name:?} ")?;
+        }
         match (&self.repr, self.panic_message()) {
-            (Repr::Cancelled, _) => f.write_str("task was cancelled"),
-            (Repr::Panic(..), Some(msg)) => write!(f, "task panicked with message {msg:?}"),
-            (Repr::Panic(..), None) => f.write_str("task panicked"),
+            (Repr::Cancelled, _) => f.write_str("was cancelled"),
+            (Repr::Panic(..), Some(msg)) => write!(f, "panicked with message {msg:?}"),
+            (Repr::Panic(..), None) => f.write_str("panicked"),
         }
     }
 }

@@ -47,7 +47,7 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
         let handle = handle.clone();
         thread::Builder::new()
             .name(format!("fairlane-replacement-{p}"))
-            .spawn(move || handle.run_processor(p))
+            .spawn(move || handle.run_processor(p, false))
     };
     let result = catch_unwind(AssertUnwindSafe(f));
     if let Ok(replacement) = replacement {

@@ -3,6 +3,7 @@
 
 mod block_on;
 mod blocking;
+mod cluster;
 pub(crate) mod context;
 
 use std::fmt;
@@ -12,17 +13,20 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fairlane_core::{Cluster, Config};
+use fairlane_core::{Cluster as CoreCluster, Config};
 
 pub(crate) use self::blocking::block_in_place;
 use self::blocking::BlockingPool;
+pub use self::cluster::{Cluster, MigrateHere};
+use self::cluster::{ClusterEntry, ProcessorThreads};
 use crate::host::StdHost;
 use crate::task::{spawn_on, JoinHandle};
 
-pub(crate) type ClusterRef = Arc<Cluster<StdHost>>;
+pub(crate) type ClusterRef = Arc<CoreCluster<StdHost>>;
 
-/// A fairlane runtime: a cluster of processors (OS threads) sharing one ready
-/// queue of timestamped lanes.
+/// A fairlane runtime: one or more clusters of processors (OS threads), each
+/// cluster sharing one ready queue of timestamped lanes. Most programs have
+/// just the default cluster; see [`Builder::cluster`] for more.
 ///
 /// Dropping it cancels the tasks still alive (their futures are dropped) and
 /// joins every processor thread.
@@ -40,10 +44,10 @@ pub(crate) type ClusterRef = Arc<Cluster<StdHost>>;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct Runtime {
+    /// A handle on the default cluster.
     handle: Handle,
-    threads: Vec<thread::JoinHandle<()>>,
-    /// Number of processor threads that have returned from the core loop.
-    exited: Arc<(Mutex<usize>, Condvar)>,
+    /// Set once `shutdown` ran.
+    shut_down: bool,
 }
 
 impl Runtime {
@@ -191,50 +195,86 @@ impl Runtime {
     /// ```
     #[track_caller]
     pub fn shutdown_graceful(mut self, grace: Duration) {
-        let cluster = self.handle.cluster.clone();
         let _guard = context::enter(self.handle.clone());
-        block_on::run(cluster.tasks_finished(false));
-        self.handle.signal.raise();
-        block_on::run_until(cluster.tasks_finished(true), Some(Instant::now() + grace));
+        let clusters = &self.handle.shared.clusters;
+        // Tasks may spawn on, or move to, other clusters while we wait: done
+        // only when one pass finds every cluster finished at once.
+        while clusters.iter().any(|c| c.cluster.live_foreground_tasks() != 0) {
+            for entry in clusters.iter() {
+                block_on::run(entry.cluster.tasks_finished(false));
+            }
+        }
+        self.handle.shared.signal.raise();
+        let deadline = Some(Instant::now() + grace);
+        for entry in clusters.iter() {
+            block_on::run_until(entry.cluster.tasks_finished(true), deadline);
+        }
         drop(_guard);
         self.shutdown(None);
     }
 
     fn shutdown(&mut self, timeout: Option<Duration>) {
-        let cluster = &self.handle.cluster;
-        if cluster.host().is_own_processor() || context::is_blocking_thread_of(&self.handle) {
+        let shared = &self.handle.shared;
+        if shared.clusters.iter().any(|c| c.cluster.host().is_own_processor())
+            || context::is_blocking_thread_of(&self.handle)
+        {
             panic!(
                 "a fairlane runtime cannot be dropped or shut down from one of its own tasks or \
                  blocking closures: the thread would wait for itself; move the runtime to another \
                  thread to drop it"
             );
         }
-        cluster.shutdown();
-        let deadline = timeout.map(|t| Instant::now() + t);
-        let (count, cvar) = &*self.exited;
-        let processors = self.threads.len();
-        let exited = count.lock().unwrap_or_else(|e| e.into_inner());
-        let (exited, all_exited) = wait_until(cvar, exited, deadline, |&n| n == processors);
-        drop(exited);
-        if all_exited {
-            for thread in self.threads.drain(..) {
-                // A processor thread never unwinds: task panics are caught.
-                let _ = thread.join();
-            }
-        } else {
-            // Detach the threads still in a task; they exit after its poll.
-            self.threads.clear();
+        self.shut_down = true;
+        for entry in shared.clusters.iter() {
+            entry.cluster.shutdown();
         }
-        cluster.cancel_all();
+        let deadline = timeout.map(|t| Instant::now() + t);
+        // Threads still in a task after the deadline are detached; they exit
+        // after its poll.
+        shared.threads.join_all(deadline);
+        // Every cluster is closed before any is cancelled: a cancelled task
+        // that migrated is dropped by the closed cluster it is woken into.
+        for entry in shared.clusters.iter() {
+            entry.cluster.cancel_all();
+        }
         // After the tasks: a job whose task is gone is skipped, and the
         // jobs still running are waited for (within the deadline).
-        self.handle.blocking.shutdown(deadline);
+        shared.blocking.shutdown(deadline);
+    }
+
+    /// The cluster named `name`, if the runtime has one (the default
+    /// cluster is `"default"`).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).cluster("io", 1).build()?;
+    /// let io = rt.cluster("io").expect("built with it");
+    /// let task = io.spawn(async { 3 });
+    /// assert_eq!(rt.block_on(task).unwrap(), 3);
+    /// assert!(rt.cluster("nope").is_none());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cluster(&self, name: &str) -> Option<Cluster> {
+        self.handle.shared.cluster_named(name)
+    }
+
+    /// Every cluster of the runtime, the default one first.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).cluster("io", 1).build()?;
+    /// let names: Vec<String> = rt.clusters().iter().map(|c| c.name().to_owned()).collect();
+    /// assert_eq!(names, ["default", "io"]);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn clusters(&self) -> Vec<Cluster> {
+        self.handle.shared.clusters()
     }
 }
 
 impl Drop for Runtime {
     fn drop(&mut self) {
-        if !self.handle.cluster.is_shut_down() || !self.threads.is_empty() {
+        if !self.shut_down {
             self.shutdown(None);
         }
     }
@@ -243,7 +283,7 @@ impl Drop for Runtime {
 impl fmt::Debug for Runtime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Runtime")
-            .field("processors", &self.handle.cluster.processors())
+            .field("clusters", &self.clusters())
             .finish()
     }
 }
@@ -265,6 +305,10 @@ impl fmt::Debug for Runtime {
 #[derive(Clone, Debug)]
 pub struct Builder {
     config: Config,
+    /// Clusters besides the default one: name and processors.
+    clusters: Vec<(String, usize)>,
+    /// Processor slots per cluster, if set.
+    max_processors: Option<usize>,
     thread_name: String,
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
@@ -289,6 +333,8 @@ impl Builder {
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         Self {
             config: Config::new(cores),
+            clusters: Vec::new(),
+            max_processors: None,
             thread_name: "fairlane-processor".into(),
             max_blocking_threads: 512,
             thread_keep_alive: Duration::from_secs(10),
@@ -304,6 +350,45 @@ impl Builder {
     /// ```
     pub fn processors(&mut self, n: usize) -> &mut Self {
         self.config.processors = n;
+        self
+    }
+
+    /// Adds a cluster named `name` with `processors` processors of its own,
+    /// besides the default cluster (named `"default"`, sized by
+    /// [`processors`](Self::processors)). Tasks run only on the processors
+    /// of their cluster; [`Runtime::cluster`] finds it by name. Names must be
+    /// unique and processors at least 1.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).cluster("background", 1).build()?;
+    /// assert_eq!(rt.clusters().len(), 2);
+    /// let err = fairlane::Runtime::builder().cluster("default", 1).build().unwrap_err();
+    /// assert!(err.to_string().contains("default"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cluster(&mut self, name: impl Into<String>, processors: usize) -> &mut Self {
+        self.clusters.push((name.into(), processors));
+        self
+    }
+
+    /// Processor slots of every cluster: the most processors a cluster can
+    /// have at once through [`Cluster::add_processor`] (default: as many as
+    /// it starts with, or the machine's cores if more). At least each
+    /// cluster's starting processors, at most 4096. Each slot costs about
+    /// 1.5 KiB.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).max_processors(4).build()?;
+    /// let cluster = rt.handle().cluster();
+    /// let added = cluster.add_processor()?;
+    /// assert_eq!(cluster.processors().len(), 2);
+    /// cluster.remove_processor(added)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_processors(&mut self, n: usize) -> &mut Self {
+        self.max_processors = Some(n);
         self
     }
 
@@ -419,50 +504,69 @@ impl Builder {
     /// assert!(err.to_string().contains("lanes_per_processor"));
     /// ```
     pub fn build(&mut self) -> io::Result<Runtime> {
-        let invalid = |e: fairlane_core::ConfigError| {
+        let invalid = |message: String| {
             io::Error::new(
                 io::ErrorKind::InvalidInput,
-                format!("invalid fairlane runtime setting: {e}"),
+                format!("invalid fairlane runtime setting: {message}"),
             )
         };
-        self.config.validate().map_err(invalid)?;
         if self.max_blocking_threads == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "invalid fairlane runtime setting: max_blocking_threads must be at least 1 (got 0)",
+            return Err(invalid(
+                "max_blocking_threads must be at least 1 (got 0)".into(),
             ));
         }
-        let processors = self.config.processors;
-        let cluster =
-            Cluster::new(self.config.clone(), StdHost::new(processors)).map_err(invalid)?;
-        let blocking = Arc::new(BlockingPool::new(
-            self.max_blocking_threads,
-            self.thread_keep_alive,
-            self.thread_name.clone(),
-        ));
-        let mut runtime = Runtime {
-            handle: Handle {
+        let cores = thread::available_parallelism().map_or(1, |n| n.get());
+        let mut specs = vec![("default".to_owned(), self.config.processors)];
+        for (name, processors) in &self.clusters {
+            if specs.iter().any(|(n, _)| n == name) {
+                return Err(invalid(format!(
+                    "cluster names must be unique (\"{name}\" is given twice; \"default\" is the default cluster's)"
+                )));
+            }
+            specs.push((name.clone(), *processors));
+        }
+        let mut clusters = Vec::with_capacity(specs.len());
+        for (name, processors) in specs {
+            let mut config = self.config.clone();
+            config.processors = processors;
+            config.max_processors = match self.max_processors {
+                Some(max) => max,
+                None => processors.max(cores).min(fairlane_core::MAX_PROCESSORS),
+            };
+            config.validate().map_err(|e| {
+                invalid(if name == "default" {
+                    e.to_string()
+                } else {
+                    format!("cluster \"{name}\": {e}")
+                })
+            })?;
+            let host = StdHost::new(config.max_processors);
+            let cluster = CoreCluster::new(config, host).map_err(|e| invalid(e.to_string()))?;
+            clusters.push(ClusterEntry {
+                name: name.into(),
                 cluster,
-                blocking,
-                signal: Arc::default(),
-            },
-            threads: Vec::with_capacity(processors),
-            exited: Arc::new((Mutex::new(0), Condvar::new())),
+            });
+        }
+        let shared = Arc::new(Shared {
+            clusters,
+            blocking: Arc::new(BlockingPool::new(
+                self.max_blocking_threads,
+                self.thread_keep_alive,
+                self.thread_name.clone(),
+            )),
+            signal: Arc::default(),
+            threads: ProcessorThreads::default(),
+            thread_name: self.thread_name.clone(),
+        });
+        let runtime = Runtime {
+            handle: Handle::for_cluster(shared.clone(), 0),
+            shut_down: false,
         };
-        for p in 0..processors {
-            let handle = runtime.handle.clone();
-            let exited = runtime.exited.clone();
-            let thread = thread::Builder::new()
-                .name(format!("{}-{p}", self.thread_name))
-                .spawn(move || run_processor(handle, p, exited));
-            match thread {
-                Ok(thread) => runtime.threads.push(thread),
-                Err(e) => {
-                    // Count the processors that never started as exited, so
-                    // the shutdown in `Runtime::drop` does not wait for them.
-                    *runtime.exited.0.lock().unwrap_or_else(|e| e.into_inner()) += processors - p;
-                    return Err(e);
-                }
+        for index in 0..shared.clusters.len() {
+            let handle = Handle::for_cluster(shared.clone(), index);
+            for id in handle.cluster.processor_ids() {
+                // On failure, `runtime`'s drop stops the threads started so far.
+                handle.start_processor_thread(id.index())?;
             }
         }
         Ok(runtime)
@@ -495,13 +599,6 @@ pub(crate) fn wait_until<'a, T>(
     (guard, true)
 }
 
-/// The body of processor `p`'s thread.
-fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>) {
-    handle.run_processor(p);
-    let (count, cvar) = &*exited;
-    *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
-    cvar.notify_all();
-}
 
 /// A cheap, cloneable reference to a runtime, usable from any thread.
 ///
@@ -515,9 +612,19 @@ fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>)
 /// ```
 #[derive(Clone)]
 pub struct Handle {
-    cluster: ClusterRef,
-    blocking: Arc<BlockingPool>,
+    /// The cluster whose processors this handle's spawns go to.
+    pub(crate) cluster: ClusterRef,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// What all clusters of a runtime share.
+pub(crate) struct Shared {
+    /// The default cluster first.
+    pub(crate) clusters: Vec<ClusterEntry>,
+    pub(crate) blocking: Arc<BlockingPool>,
     pub(crate) signal: Arc<ShutdownSignal>,
+    pub(crate) threads: ProcessorThreads,
+    pub(crate) thread_name: String,
 }
 
 /// Raised by a graceful shutdown once only background tasks are left;
@@ -601,7 +708,10 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawn_with(future, fairlane_core::SpawnOptions::default())
+        match self.spawn_with(future, fairlane_core::SpawnOptions::default()) {
+            Ok(handle) => handle,
+            Err(_) => unreachable!("default spawn options are always valid"),
+        }
     }
 
     /// [`spawn`](Self::spawn) with the options of a `task::Builder`.
@@ -609,7 +719,7 @@ impl Handle {
         &self,
         future: F,
         options: fairlane_core::SpawnOptions,
-    ) -> JoinHandle<F::Output>
+    ) -> Result<JoinHandle<F::Output>, fairlane_core::AffinityError>
     where
         F: Future + Send + 'static,
         F::Output: Send + 'static,
@@ -635,7 +745,7 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let result = self.blocking.run(self, f);
+        let result = self.shared.blocking.run(self, f);
         self.spawn(result)
     }
 
@@ -666,34 +776,80 @@ impl Handle {
     /// ```
     pub fn metrics(&self) -> RuntimeMetrics {
         RuntimeMetrics {
-            processors: (0..self.cluster.processors())
-                .map(|p| self.cluster.counters(p))
+            processors: self
+                .cluster
+                .processor_ids()
+                .into_iter()
+                .map(|id| self.cluster.counters(id.index()))
                 .collect(),
         }
+    }
+
+    /// The cluster this handle spawns onto: the default cluster for
+    /// [`Runtime::handle`], the current task's cluster for
+    /// [`Handle::current`] inside a task.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// assert_eq!(rt.handle().cluster().name(), "default");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn cluster(&self) -> Cluster {
+        let index = self
+            .shared
+            .clusters
+            .iter()
+            .position(|c| Arc::ptr_eq(&c.cluster, &self.cluster))
+            .expect("a handle's cluster belongs to its runtime");
+        Cluster::new(self.shared.clone(), index)
     }
 }
 
 impl Handle {
-    fn same_runtime(&self, other: &Handle) -> bool {
-        Arc::ptr_eq(&self.cluster, &other.cluster)
+    pub(crate) fn for_cluster(shared: Arc<Shared>, index: usize) -> Handle {
+        Handle {
+            cluster: shared.clusters[index].cluster.clone(),
+            shared,
+        }
     }
 
-    /// Runs processor `p` on the calling thread (a processor thread, or a
-    /// `block_in_place` replacement) until it is shut down or released.
-    pub(crate) fn run_processor(&self, p: usize) {
+    pub(crate) fn same_runtime(&self, other: &Handle) -> bool {
+        Arc::ptr_eq(&self.shared, &other.shared)
+    }
+
+    /// Runs processor `p` of this handle's cluster on the calling thread
+    /// until it is shut down, removed or (for a stand-in) released: as its
+    /// own thread (`owner`) or as a `block_in_place` replacement.
+    pub(crate) fn run_processor(&self, p: usize, owner: bool) {
         let cluster = &self.cluster;
         cluster.host().register_current(p);
         let guard = context::enter(self.clone());
-        cluster.run_processor(p);
+        if owner {
+            cluster.run_processor(p);
+        } else {
+            cluster.run_stand_in(p);
+        }
         cluster.host().unregister_current();
         drop(guard);
+    }
+
+    /// Starts the thread of processor `p` of this handle's cluster.
+    pub(crate) fn start_processor_thread(&self, p: usize) -> io::Result<()> {
+        let name = match self.cluster().name() {
+            "default" => format!("{}-{p}", self.shared.thread_name),
+            cluster => format!("{}-{cluster}-{p}", self.shared.thread_name),
+        };
+        let handle = self.clone();
+        self.shared
+            .spawn_processor_thread(name, move || handle.run_processor(p, true))
     }
 }
 
 impl fmt::Debug for Handle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Handle")
-            .field("processors", &self.cluster.processors())
+            .field("cluster", &self.cluster())
             .finish()
     }
 }
