@@ -304,7 +304,11 @@ impl fmt::Display for ProcessorId {
         if self.generation == 0 {
             write!(f, "processor {}", self.index)
         } else {
-            write!(f, "processor {} (generation {})", self.index, self.generation)
+            write!(
+                f,
+                "processor {} (generation {})",
+                self.index, self.generation
+            )
         }
     }
 }

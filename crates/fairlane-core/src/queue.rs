@@ -284,7 +284,9 @@ impl<T> ReadyQueue<T> {
         })?;
         let local = &self.local[p];
         let generation = local.generation.load(Ordering::Relaxed);
-        local.generation.store(generation.wrapping_add(1), Ordering::Relaxed);
+        local
+            .generation
+            .store(generation.wrapping_add(1), Ordering::Relaxed);
         local.stop.store(0, Ordering::Relaxed);
         local.help_target.store(NO_TARGET, Ordering::Relaxed);
         local.occupied.store(true, Ordering::Relaxed);
@@ -341,7 +343,6 @@ impl<T> ReadyQueue<T> {
         let offset = self.pinned_offset();
         self.push_to(p, offset..offset + 1, 0, item, ts)
     }
-
 
     /// Pushes on behalf of processor `p` onto its own lanes, alternating
     /// between them, try-locking and moving on when one is busy; if all are
@@ -472,8 +473,7 @@ impl<T> ReadyQueue<T> {
             }
             return None;
         }
-        let normal_ready =
-            pinned_ready || (base..high).any(|l| self.info[l].looks_nonempty());
+        let normal_ready = pinned_ready || (base..high).any(|l| self.info[l].looks_nonempty());
         let bound = self.priority_bound;
         let order = if low_ready && local.low_waited.load(Ordering::Relaxed) >= bound {
             [Priority::Low, Priority::High, Priority::Normal]
@@ -636,7 +636,11 @@ impl<T> ReadyQueue<T> {
         let n = self.processors();
         for i in 0..n {
             let q = self.active_slot((start + i) % n);
-            let lanes = if q == p { self.stride } else { self.pinned_offset() };
+            let lanes = if q == p {
+                self.stride
+            } else {
+                self.pinned_offset()
+            };
             for offset in 0..lanes {
                 let l = q * self.stride + offset;
                 if self.info[l].looks_nonempty() {

@@ -16,7 +16,7 @@ use crate::sync::{fence, spin_hint, AtomicBool, AtomicUsize, Ordering};
 /// The shared words of the lock. The per-processor reader flags live with
 /// each processor's other state (`queue::Local::reading`), so that taking
 /// the read side touches only the processor's own cache line.
-pub(crate) struct ResizeLock {
+pub struct ResizeLock {
     /// Set while a writer holds, or waits for, the lock.
     writer: AtomicBool,
     /// Threads that are not processors and hold the read side right now.
@@ -24,7 +24,7 @@ pub(crate) struct ResizeLock {
 }
 
 impl ResizeLock {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self {
             writer: AtomicBool::new(false),
             remote: AtomicUsize::new(0),
@@ -37,13 +37,13 @@ impl ResizeLock {
     /// writer that just arrived only delays it to the next iteration, as the
     /// writer waits for the flag itself, not for this check.
     #[inline]
-    pub(crate) fn writer_waiting(&self) -> bool {
+    pub fn writer_waiting(&self) -> bool {
         self.writer.load(Ordering::Relaxed)
     }
 
     /// Takes the read side for a processor, whose flag is `flag`, waiting
     /// (spinning with `relax`) while a writer holds the lock.
-    pub(crate) fn enter(&self, flag: &AtomicBool, mut relax: impl FnMut()) {
+    pub fn enter(&self, flag: &AtomicBool, mut relax: impl FnMut()) {
         loop {
             flag.store(true, Ordering::Relaxed);
             // Store-buffering pair with the writer's fence in `write`: either
@@ -64,14 +64,14 @@ impl ResizeLock {
 
     /// Gives the read side of a processor back. Release: a writer that then
     /// reads the flag as `false` sees every lane change we made under it.
-    pub(crate) fn exit(&self, flag: &AtomicBool) {
+    pub fn exit(&self, flag: &AtomicBool) {
         flag.store(false, Ordering::Release);
     }
 
     /// Takes the read side for a thread that is not a processor; it is held
     /// until the guard is dropped, which must be soon (one push).
     #[inline]
-    pub(crate) fn read_remote(&self) -> RemoteGuard<'_> {
+    pub fn read_remote(&self) -> RemoteGuard<'_> {
         loop {
             self.remote.fetch_add(1, Ordering::Relaxed);
             // The same store-buffering pair as in `enter`, with the counter
@@ -92,7 +92,7 @@ impl ResizeLock {
     /// processors come round to their check, see `resize.md`), then waits
     /// until every flag in `flags` and the remote counter are clear. The
     /// caller's own processor, if it is one, must not be in `flags`.
-    pub(crate) fn write<'a>(
+    pub fn write<'a>(
         &self,
         flags: impl Iterator<Item = &'a AtomicBool> + Clone,
         announce: impl FnOnce(),
@@ -123,7 +123,7 @@ impl ResizeLock {
 }
 
 /// The read side of a thread that is not a processor.
-pub(crate) struct RemoteGuard<'a> {
+pub struct RemoteGuard<'a> {
     lock: &'a ResizeLock,
 }
 
@@ -136,7 +136,7 @@ impl Drop for RemoteGuard<'_> {
 }
 
 /// The write side; dropping it lets readers in again.
-pub(crate) struct WriteGuard<'a> {
+pub struct WriteGuard<'a> {
     lock: &'a ResizeLock,
 }
 

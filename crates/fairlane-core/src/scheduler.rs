@@ -157,9 +157,12 @@ impl<T, H: Host> Scheduler<T, H> {
                     .map_err(PushError::Closed);
             }
             _ => {
-                let target = preferred
-                    .filter(|&p| allows(p))
-                    .or_else(|| allowed.iter().find(|&&id| self.queue.is_live(id)).map(|id| id.index()));
+                let target = preferred.filter(|&p| allows(p)).or_else(|| {
+                    allowed
+                        .iter()
+                        .find(|&&id| self.queue.is_live(id))
+                        .map(|id| id.index())
+                });
                 match target {
                     Some(target) => (target, self.host.now()),
                     None => return Err(PushError::NoneAllowed(item)),
@@ -292,7 +295,9 @@ impl<T, H: Host> Scheduler<T, H> {
     /// none.
     #[inline]
     pub(crate) fn set_current(&self, p: usize, current: *mut ()) {
-        self.queue.local[p].current.store(current, Ordering::Relaxed);
+        self.queue.local[p]
+            .current
+            .store(current, Ordering::Relaxed);
     }
 
     /// The pointer last given to `set_current` on `p`.
@@ -320,7 +325,9 @@ impl<T, H: Host> Scheduler<T, H> {
             return false;
         }
         let local = &self.queue.local[p];
-        self.queue.lock().enter(&local.reading, || self.host.relax());
+        self.queue
+            .lock()
+            .enter(&local.reading, || self.host.relax());
         if local.stop.load(Ordering::Acquire) & REMOVED != 0 {
             self.queue.lock().exit(&local.reading);
             return false;
@@ -348,7 +355,9 @@ impl<T, H: Host> Scheduler<T, H> {
     /// the flag is set before the `sem` swap that wakes, and the sleeper
     /// checks it after the `sem` read-modify-write that woke it (idle.md).
     pub fn release(&self, p: usize) {
-        self.queue.local[p].stop.fetch_or(RELEASED, Ordering::Release);
+        self.queue.local[p]
+            .stop
+            .fetch_or(RELEASED, Ordering::Release);
         self.idle.wake(p, &self.host);
     }
 
@@ -358,7 +367,9 @@ impl<T, H: Host> Scheduler<T, H> {
     pub fn reclaim(&self, p: usize) {
         let local = &self.queue.local[p];
         local.stop.fetch_and(!RELEASED, Ordering::Release);
-        self.queue.lock().enter(&local.reading, || self.host.relax());
+        self.queue
+            .lock()
+            .enter(&local.reading, || self.host.relax());
     }
 
     /// Adds a processor: activates a free slot and returns its identity;

@@ -76,11 +76,14 @@ fn config(processors: usize) -> Config {
 /// the last of `total` items closes it.
 fn processor(sched: &Scheduler<u32, LoomHost>, p: usize, taken: &AtomicUsize, total: usize) {
     sched.host().register(p);
-    while let Some(_item) = sched.next(p) {
-        if taken.fetch_add(1, Ordering::SeqCst) + 1 == total {
-            sched.close();
+    if sched.start(p) {
+        while let Some(_item) = sched.next(p) {
+            if taken.fetch_add(1, Ordering::SeqCst) + 1 == total {
+                sched.close();
+            }
         }
     }
+    sched.finish(p, true);
 }
 
 #[test]
@@ -135,7 +138,9 @@ fn idle_sleep_release_races_a_sleeper() {
             let sched = sched.clone();
             thread::spawn(move || {
                 sched.host().register(0);
+                assert!(sched.start(0));
                 assert_eq!(sched.next(0), None);
+                sched.finish(0, false);
             })
         };
         sched.release(0);
