@@ -10,8 +10,8 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use fairlane_core::{AffinityError, Host};
 pub use fairlane_core::ProcessorId;
+use fairlane_core::{AffinityError, Host};
 
 use crate::runtime::context;
 
@@ -281,7 +281,10 @@ impl Builder {
         F::Output: Send + 'static,
     {
         let mut task = handle.spawn_with(future, self.options).map_err(|e| {
-            std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("task::Builder: {e}"))
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                format!("task::Builder: {e}"),
+            )
         })?;
         task.name = self.name;
         Ok(task)
@@ -327,9 +330,7 @@ pub fn current_processor() -> Option<ProcessorId> {
 /// assert_eq!(on, Some(last));
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub fn set_affinity(
-    allowed: Option<impl IntoIterator<Item = ProcessorId>>,
-) -> std::io::Result<()> {
+pub fn set_affinity(allowed: Option<impl IntoIterator<Item = ProcessorId>>) -> std::io::Result<()> {
     let allowed: Option<Arc<[ProcessorId]>> = allowed.map(|a| a.into_iter().collect());
     let result = context::with_current(|handle| handle.cluster.set_current_affinity(allowed));
     match result {

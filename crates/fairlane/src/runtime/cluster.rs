@@ -259,7 +259,9 @@ impl Cluster {
     pub fn remove_processor(&self, id: ProcessorId) -> io::Result<()> {
         self.handle.cluster.remove_processor(id).map_err(|e| {
             let what = match e {
-                RemoveError::NoSuchProcessor => format!("{id} is not a processor of cluster \"{}\"", self.name),
+                RemoveError::NoSuchProcessor => {
+                    format!("{id} is not a processor of cluster \"{}\"", self.name)
+                }
                 _ => format!("cluster \"{}\": {e}", self.name),
             };
             io::Error::new(io::ErrorKind::InvalidInput, what)

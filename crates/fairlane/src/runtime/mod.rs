@@ -199,7 +199,10 @@ impl Runtime {
         let clusters = &self.handle.shared.clusters;
         // Tasks may spawn on, or move to, other clusters while we wait: done
         // only when one pass finds every cluster finished at once.
-        while clusters.iter().any(|c| c.cluster.live_foreground_tasks() != 0) {
+        while clusters
+            .iter()
+            .any(|c| c.cluster.live_foreground_tasks() != 0)
+        {
             for entry in clusters.iter() {
                 block_on::run(entry.cluster.tasks_finished(false));
             }
@@ -215,7 +218,10 @@ impl Runtime {
 
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
-        if shared.clusters.iter().any(|c| c.cluster.host().is_own_processor())
+        if shared
+            .clusters
+            .iter()
+            .any(|c| c.cluster.host().is_own_processor())
             || context::is_blocking_thread_of(&self.handle)
         {
             panic!(
@@ -598,7 +604,6 @@ pub(crate) fn wait_until<'a, T>(
     }
     (guard, true)
 }
-
 
 /// A cheap, cloneable reference to a runtime, usable from any thread.
 ///
