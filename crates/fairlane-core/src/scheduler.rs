@@ -83,10 +83,29 @@ impl<T, H: Host> Scheduler<T, H> {
     /// processor of this scheduler (it holds its flag while it runs),
     /// the remote counter elsewhere.
     fn read_side(&self) -> Option<crate::resize::RemoteGuard<'_>> {
-        match self.host.current_processor() {
+        match self.current_processor() {
             Some(_) => None,
             None => Some(self.queue.lock().read_remote()),
         }
+    }
+
+    /// The processor the calling thread runs, unless it has been removed:
+    /// the thread of a removed processor finishes the poll it is in without
+    /// holding a read side (see `resize.md`), so it acts as an outside
+    /// thread.
+    #[inline]
+    fn current_processor(&self) -> Option<usize> {
+        self.host
+            .current_processor()
+            .filter(|&p| !self.is_removed(p))
+    }
+
+    /// Whether slot `p`'s processor has been removed. Relaxed: the thread of
+    /// `p` synchronised with the removal before it could run again (it
+    /// re-entered the read side, or made the removal itself).
+    #[inline]
+    fn is_removed(&self, p: usize) -> bool {
+        self.queue.local[p].stop.load(Ordering::Relaxed) & REMOVED != 0
     }
 
     /// Makes `item` ready. On a processor of this scheduler it goes to that
@@ -103,8 +122,15 @@ impl<T, H: Host> Scheduler<T, H> {
 
     /// [`push`](Self::push) from processor `p`'s own thread, into the lanes
     /// of `priority`.
+    ///
+    /// If `p` has been removed (the calling thread is finishing the poll it
+    /// was in when it was), the item goes to the remaining processors as from
+    /// an outside thread.
     #[inline]
     pub fn push_local(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
+        if self.is_removed(p) {
+            return self.push_remote(item, None, priority);
+        }
         self.queue.push_local(p, item, priority)?;
         self.notify_after_push();
         Ok(())
@@ -137,7 +163,7 @@ impl<T, H: Host> Scheduler<T, H> {
         allowed: &[ProcessorId],
         preferred: Option<usize>,
     ) -> Result<(), PushError<T>> {
-        let here = self.host.current_processor();
+        let here = self.current_processor();
         let _guard = match here {
             Some(_) => None,
             None => Some(self.queue.lock().read_remote()),
@@ -321,18 +347,7 @@ impl<T, H: Host> Scheduler<T, H> {
     /// thread must then not run it (and, if it is `p`'s own thread, still
     /// call [`finish`](Self::finish)).
     pub fn start(&self, p: usize) -> bool {
-        if p >= self.capacity() {
-            return false;
-        }
-        let local = &self.queue.local[p];
-        self.queue
-            .lock()
-            .enter(&local.reading, || self.host.relax());
-        if local.stop.load(Ordering::Acquire) & REMOVED != 0 {
-            self.queue.lock().exit(&local.reading);
-            return false;
-        }
-        true
+        p < self.capacity() && self.enter_unless_removed(p)
     }
 
     /// Called by the thread that ran processor `p` once [`next`](Self::next)
@@ -364,12 +379,29 @@ impl<T, H: Host> Scheduler<T, H> {
     /// Clears [`release`](Self::release) once the released thread has
     /// returned, so that `p` can run again, and takes `p`'s read side of the
     /// resize lock for the calling thread, which runs `p` again.
-    pub fn reclaim(&self, p: usize) {
+    ///
+    /// Returns false if `p` was removed meanwhile: the thread then finishes
+    /// its poll as an outside thread (its pushes go to the remaining
+    /// processors), and its next [`next`](Self::next) returns `None`.
+    pub fn reclaim(&self, p: usize) -> bool {
         let local = &self.queue.local[p];
         local.stop.fetch_and(!RELEASED, Ordering::Release);
+        self.enter_unless_removed(p)
+    }
+
+    /// Takes `p`'s read side for the calling thread, and gives it back at
+    /// once if `p` has been removed; returns whether it is held.
+    fn enter_unless_removed(&self, p: usize) -> bool {
+        let local = &self.queue.local[p];
         self.queue
             .lock()
             .enter(&local.reading, || self.host.relax());
+        // After `enter`'s Acquire: a removal made before is visible.
+        if self.is_removed(p) {
+            self.queue.lock().exit(&local.reading);
+            return false;
+        }
+        true
     }
 
     /// Adds a processor: activates a free slot and returns its identity;
@@ -412,7 +444,7 @@ impl<T, H: Host> Scheduler<T, H> {
     /// rather than forever.
     fn resize<R>(&self, f: impl FnOnce(&ReadyQueue<T>) -> R) -> R {
         let lock = self.queue.lock();
-        let me = self.host.current_processor();
+        let me = self.current_processor();
         if let Some(p) = me {
             lock.exit(&self.queue.local[p].reading);
         }
@@ -432,7 +464,8 @@ impl<T, H: Host> Scheduler<T, H> {
         let result = f(&self.queue);
         drop(guard);
         if let Some(p) = me {
-            lock.enter(&self.queue.local[p].reading, || self.host.relax());
+            // Not if `f` removed `p` itself: see `current_processor`.
+            self.enter_unless_removed(p);
         }
         result
     }

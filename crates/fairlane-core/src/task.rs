@@ -568,10 +568,11 @@ impl<H: Host> Cluster<H> {
 
     /// Lets processor `p` run again on the calling thread (its own thread)
     /// after [`release_processor`](Self::release_processor) and the stand-in's
-    /// return. If `p` was removed meanwhile, its next look for work returns
-    /// and `run_processor` ends.
-    pub fn reclaim_processor(&self, p: usize) {
-        self.sched.reclaim(p);
+    /// return. Returns false if `p` was removed meanwhile: the thread then
+    /// finishes its poll as an outside thread (what it wakes goes to the
+    /// other processors), and `run_processor` ends after it.
+    pub fn reclaim_processor(&self, p: usize) -> bool {
+        self.sched.reclaim(p)
     }
 
     /// Stops the processors: each returns from `run_processor` after the poll

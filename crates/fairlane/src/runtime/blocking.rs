@@ -54,7 +54,10 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
         cluster.release_processor(p);
         // The replacement only returns from the core loop; it cannot panic.
         let _ = replacement.join();
-        cluster.reclaim_processor(p);
+        // False if `p` was removed meanwhile: the core then treats this
+        // thread as an outside one until the poll ends, and the processor
+        // loop returns after it.
+        let _still_a_processor = cluster.reclaim_processor(p);
     }
     // With no replacement thread (the OS refused one), the queued tasks
     // waited for `f`, as they would have without `block_in_place`.
