@@ -32,8 +32,10 @@
 #![warn(missing_docs)]
 
 mod host;
+pub mod io;
 mod runtime;
 pub mod task;
+pub mod time;
 
 pub use runtime::{Builder, Handle, ProcessorMetrics, Runtime, RuntimeMetrics, TryCurrentError};
 pub use task::{spawn, yield_now, AbortHandle, JoinError, JoinHandle};

@@ -17,6 +17,8 @@ use fairlane_core::{Cluster, Config};
 pub(crate) use self::blocking::block_in_place;
 use self::blocking::BlockingPool;
 use crate::host::StdHost;
+use crate::io::driver::Driver;
+use crate::io::IoBackend;
 use crate::task::{spawn_on, JoinHandle};
 
 pub(crate) type ClusterRef = Arc<Cluster<StdHost>>;
@@ -137,6 +139,19 @@ impl Runtime {
         &self.handle
     }
 
+    /// The I/O backend this runtime uses (see [`Builder::io_backend`]).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBackend;
+    /// let rt = fairlane::Runtime::builder().processors(1).io_backend(IoBackend::Fallback).build()?;
+    /// assert_eq!(rt.io_backend(), IoBackend::Fallback);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_backend(&self) -> IoBackend {
+        self.handle.io_backend()
+    }
+
     /// Counters of every processor; see [`RuntimeMetrics`].
     ///
     /// # Example
@@ -229,6 +244,9 @@ impl Runtime {
         // After the tasks: a job whose task is gone is skipped, and the
         // jobs still running are waited for (within the deadline).
         self.handle.blocking.shutdown(deadline);
+        // Every ring cancelled and reaped (those of exited processors were
+        // already, in `run_processor`).
+        cluster.host().io().shutdown();
     }
 }
 
@@ -268,6 +286,7 @@ pub struct Builder {
     thread_name: String,
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
+    io_backend: Option<IoBackend>,
 }
 
 impl Default for Builder {
@@ -292,7 +311,25 @@ impl Builder {
             thread_name: "fairlane-processor".into(),
             max_blocking_threads: 512,
             thread_keep_alive: Duration::from_secs(10),
+            io_backend: None,
         }
+    }
+
+    /// Forces the I/O backend. Without it, the environment variable
+    /// `FAIRLANE_IO_BACKEND` (`io_uring` or `fallback`) decides, and without
+    /// that io_uring is used where the kernel allows it. `build` fails if
+    /// io_uring is forced but unavailable.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBackend;
+    /// let rt = fairlane::Runtime::builder().io_backend(IoBackend::Fallback).build()?;
+    /// assert_eq!(rt.io_backend(), IoBackend::Fallback);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_backend(&mut self, backend: IoBackend) -> &mut Self {
+        self.io_backend = Some(backend);
+        self
     }
 
     /// Number of processors (OS threads running tasks). At least 1.
@@ -433,8 +470,9 @@ impl Builder {
             ));
         }
         let processors = self.config.processors;
-        let cluster =
-            Cluster::new(self.config.clone(), StdHost::new(processors)).map_err(invalid)?;
+        let backend = crate::io::select(self.io_backend)?;
+        let driver = Arc::new(Driver::new(backend, processors)?);
+        let cluster = Cluster::new(self.config.clone(), StdHost::new(driver)).map_err(invalid)?;
         let blocking = Arc::new(BlockingPool::new(
             self.max_blocking_threads,
             self.thread_keep_alive,
@@ -655,6 +693,23 @@ impl Handle {
         block_on::run(future)
     }
 
+    /// The I/O backend of this runtime; see [`Runtime::io_backend`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// assert_eq!(rt.handle().io_backend(), rt.io_backend());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_backend(&self) -> IoBackend {
+        self.cluster.host().io().backend()
+    }
+
+    /// The runtime's I/O driver.
+    pub(crate) fn io_driver(&self) -> &Arc<Driver> {
+        self.cluster.host().io()
+    }
+
     /// Counters of every processor; see [`RuntimeMetrics`].
     ///
     /// # Example
@@ -685,6 +740,11 @@ impl Handle {
         cluster.host().register_current(p);
         let guard = context::enter(self.clone());
         cluster.run_processor(p);
+        if cluster.is_shut_down() {
+            // The loop also returns when `block_in_place` hands `p` to
+            // another thread; only a stop for good cancels its I/O.
+            cluster.host().io().processor_stopped(p);
+        }
         cluster.host().unregister_current();
         drop(guard);
     }
