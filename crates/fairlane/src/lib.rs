@@ -31,8 +31,10 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod fs;
 mod host;
 pub mod io;
+pub mod net;
 mod runtime;
 pub mod task;
 pub mod time;

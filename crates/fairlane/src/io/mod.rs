@@ -13,9 +13,6 @@
 //! which backend is active (once per process and backend), and
 //! [`Runtime::io_backend`](crate::Runtime::io_backend) tells.
 
-// Until `net` and `fs` (the next commits) use the operations.
-#![allow(dead_code, unused_imports)]
-
 mod buf;
 pub(crate) mod coop;
 pub(crate) mod driver;

@@ -338,21 +338,25 @@ pub(crate) struct Op<T: Send + 'static> {
 impl<T: Send + 'static> Op<T> {
     /// Submits the entry `build` makes from `data` (its `user_data` is
     /// set here). `fd_result`: a successful result is a new descriptor.
+    /// On failure `data` comes back with the error.
     pub(crate) fn submit(
         driver: &Driver,
         mut data: T,
         fd_result: bool,
         build: impl FnOnce(&mut T) -> squeue::Entry,
-    ) -> io::Result<Op<T>> {
-        let (proc, local) = driver.target()?;
+    ) -> Result<Op<T>, (io::Error, T)> {
+        let (proc, local) = match driver.target() {
+            Ok(t) => t,
+            Err(e) => return Err((e, data)),
+        };
         let Engine::Uring(ring) = &proc.engine else {
-            return Err(io::Error::other("not an io_uring runtime"));
+            return Err((io::Error::other("not an io_uring runtime"), data));
         };
         let entry = build(&mut data);
         let mut fired = Vec::new();
         let mut st = proc.lock();
         if st.stopped {
-            return Err(shut_down_error());
+            return Err((shut_down_error(), data));
         }
         let key = st.ops.insert(OpSlot::Waiting(None));
         let entry = entry.user_data(key as u64);
@@ -360,7 +364,7 @@ impl<T: Send + 'static> Op<T> {
             st.ops.remove(key);
             drop(st);
             fired.into_iter().for_each(Waker::wake);
-            return Err(e);
+            return Err((e, data));
         }
         proc.outstanding.fetch_add(1, Ordering::Relaxed);
         // A thread that is not this ring's processor has no loop that would
