@@ -45,7 +45,9 @@ pub(crate) struct FdState {
 struct FdInner {
     /// Readiness events seen, per direction.
     ticks: [u64; 2],
-    wakers: [Option<Waker>; 2],
+    /// Tasks waiting per direction: several tasks may share a socket (two
+    /// acceptors on one listener), so every one of them is kept.
+    wakers: [Vec<Waker>; 2],
     /// The processor stopped: nothing will report readiness any more.
     stopped: bool,
 }
@@ -60,9 +62,7 @@ impl FdState {
         for (dir, hit) in [(0, read), (1, write)] {
             if hit {
                 inner.ticks[dir] += 1;
-                if let Some(w) = inner.wakers[dir].take() {
-                    fired.push(w);
-                }
+                fired.append(&mut inner.wakers[dir]);
             }
         }
     }
@@ -151,7 +151,9 @@ impl Poller {
         for (_, fd) in st.fds.iter() {
             let mut inner = fd.lock();
             inner.stopped = true;
-            fired.extend(inner.wakers.iter_mut().filter_map(Option::take));
+            for wakers in &mut inner.wakers {
+                fired.append(wakers);
+            }
         }
     }
 }
@@ -176,7 +178,7 @@ impl Registration {
         let state = Arc::new(FdState {
             inner: Mutex::new(FdInner {
                 ticks: [0; 2],
-                wakers: [None, None],
+                wakers: [Vec::new(), Vec::new()],
                 stopped: false,
             }),
         });
@@ -230,11 +232,10 @@ impl Registration {
                     if inner.ticks[d] != tick {
                         continue; // readiness arrived meanwhile: try again
                     }
-                    if !inner.wakers[d]
-                        .as_ref()
-                        .is_some_and(|w| w.will_wake(cx.waker()))
-                    {
-                        inner.wakers[d] = Some(cx.waker().clone());
+                    // A dropped waiter's waker stays until the next event,
+                    // which wakes it for nothing: harmless.
+                    if !inner.wakers[d].iter().any(|w| w.will_wake(cx.waker())) {
+                        inner.wakers[d].push(cx.waker().clone());
                     }
                     return Poll::Pending;
                 }
