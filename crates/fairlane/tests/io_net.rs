@@ -62,6 +62,9 @@ on_both_backends!(
     dropped_accepts_lose_no_connection,
     busy_io_loop_yields,
     host_names_resolve_off_processor,
+    completions_of_a_stuck_processor_are_helped,
+    io_across_block_in_place,
+    io_after_shutdown_is_an_error,
 );
 
 async fn echo_server(listener: TcpListener) {
@@ -582,4 +585,80 @@ fn host_names_resolve_off_processor(backend: IoBackend) {
             .unwrap_err();
         assert!(err.raw_os_error().is_none() || err.kind() != io::ErrorKind::ConnectionRefused);
     });
+}
+
+fn completions_of_a_stuck_processor_are_helped(backend: IoBackend) {
+    let rt = runtime(backend, 2);
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (server, _) = listener.accept().await.unwrap();
+        let done = Arc::new(AtomicBool::new(false));
+        let d = done.clone();
+        let reader = fairlane::spawn(async move {
+            // A task that never yields, queued on this processor: it runs
+            // here while the read waits, and stops only once the read
+            // completed, which needs another processor to reap this
+            // processor's completion (or to take one of the two tasks).
+            let spin = d.clone();
+            fairlane::spawn(async move {
+                while !spin.load(Ordering::SeqCst) {
+                    std::hint::spin_loop();
+                }
+            });
+            let (n, buf) = server.read(Vec::with_capacity(16)).await;
+            d.store(true, Ordering::SeqCst);
+            (n.unwrap(), buf)
+        });
+        fairlane::time::sleep(Duration::from_millis(20)).await;
+        client.write_all("wake").await.0.unwrap();
+        let (n, buf) = reader.await.unwrap();
+        assert_eq!(&buf[..n], b"wake");
+        assert!(done.load(Ordering::SeqCst));
+    });
+}
+
+fn io_across_block_in_place(backend: IoBackend) {
+    let rt = runtime(backend, 2);
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        fairlane::spawn(echo_server(listener));
+        let task = fairlane::spawn(async move {
+            let stream = TcpStream::connect(addr).await.unwrap();
+            for round in 0..3u8 {
+                // The processor is handed to a replacement thread and back;
+                // its ring and its operations stay.
+                fairlane::task::block_in_place(|| std::thread::sleep(Duration::from_millis(5)));
+                stream.write_all(vec![round; 10]).await.0.unwrap();
+                let (n, buf) = stream.read(Vec::with_capacity(10)).await;
+                assert_eq!(n.unwrap(), 10);
+                assert_eq!(buf, vec![round; 10]);
+            }
+        });
+        task.await.unwrap();
+    });
+}
+
+fn io_after_shutdown_is_an_error(backend: IoBackend) {
+    let rt = runtime(backend, 1);
+    let (listener, client) = rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        (listener, client)
+    });
+    let handle = rt.handle().clone();
+    drop(rt);
+    // The objects outlive their runtime: using them is an error, not a hang.
+    let other = runtime(backend, 1);
+    other.block_on(async {
+        let (n, _) = client.read(Vec::with_capacity(8)).await;
+        assert!(n.is_err());
+        assert!(listener.accept().await.is_err());
+    });
+    drop(handle);
 }

@@ -11,7 +11,7 @@ use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
 
@@ -30,6 +30,9 @@ const HELP_PERIOD: u32 = 16;
 /// In the fallback backend, a busy processor polls its poller without
 /// waiting every this many iterations (a system call each time).
 const POLL_PERIOD: u32 = 16;
+/// How long a sleeping processor waits before it looks again at awake
+/// processors with I/O in flight, to help one stuck in a long poll.
+const WATCH_PERIOD: Duration = Duration::from_millis(2);
 /// `parked_until` when the owner is not waiting in `park`.
 const NOT_PARKED: u64 = 0;
 /// `next_timer` when no timer is pending.
@@ -38,16 +41,137 @@ const NO_TIMER: u64 = u64::MAX;
 static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
 
 thread_local! {
+    /// Whether this thread lives as long as its runtime (a processor's own
+    /// thread): only such threads hand submissions to the kernel themselves
+    /// (see `SubmitThread`).
+    static STABLE: Cell<bool> = const { Cell::new(false) };
     /// The processor this thread runs, as the driver sees it.
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
-    /// Helping state of this processor thread: the processor it watches and
-    /// that one's iteration count when last seen.
-    static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, 0, 0x9e37_79b9)) };
+    /// Helping state of this processor thread: the processor it watches,
+    /// that one's iteration count when sampled, and a random state.
+    static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
 }
 
 struct Current {
     driver: usize,
     proc: Arc<Proc>,
+}
+
+/// Marks the calling thread as one that lives until its runtime shuts down
+/// (the body of a processor's own thread calls this first).
+pub(crate) fn mark_stable_thread() {
+    STABLE.with(|s| s.set(true));
+}
+
+fn is_stable_thread() -> bool {
+    STABLE.with(Cell::get)
+}
+
+/// The kernel ties an io_uring request to the thread that submitted it and
+/// cancels it when that thread exits. Threads that may exit while their
+/// submissions are in flight (a `block_in_place` replacement, which runs a
+/// processor for a while and then exits; `block_on` threads; the thread
+/// dropping the runtime) therefore never submit themselves: they publish
+/// their entries and ask this thread, which lives as long as the driver, to
+/// hand them to the kernel. (It also runs the completion work of what it
+/// submitted, woken by the kernel for it.)
+pub(crate) struct SubmitThread {
+    state: Mutex<SubmitState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct SubmitState {
+    /// Every engine, by processor index (weak: engines hold this thread's
+    /// handle).
+    procs: Vec<Weak<Proc>>,
+    /// Processor indices whose rings have entries to submit.
+    pending: Vec<usize>,
+    started: bool,
+    stop: bool,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SubmitThread {
+    fn lock(&self) -> MutexGuard<'_, SubmitState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the thread to submit processor `index`'s published entries.
+    fn request(self: &Arc<Self>, index: usize) {
+        let mut st = self.lock();
+        if st.stop {
+            // After shutdown: no thread left to ask; the caller's own enter
+            // is the only way (its requests may end with it).
+            drop(st);
+            if let Some(Some(proc)) = self.lock().procs.get(index).map(Weak::upgrade) {
+                if let Engine::Uring(ring) = &proc.engine {
+                    let _ = ring.submit();
+                }
+            }
+            return;
+        }
+        if !st.pending.contains(&index) {
+            st.pending.push(index);
+        }
+        if !st.started {
+            st.started = true;
+            let this = self.clone();
+            match std::thread::Builder::new()
+                .name("fairlane-io-submit".into())
+                .spawn(move || this.run())
+            {
+                Ok(handle) => st.thread = Some(handle),
+                Err(e) => {
+                    st.started = false;
+                    eprintln!("fairlane: cannot start the I/O submission thread: {e}");
+                }
+            }
+        }
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    fn run(&self) {
+        let mut st = self.lock();
+        loop {
+            while st.pending.is_empty() && !st.stop {
+                st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            if st.pending.is_empty() && st.stop {
+                return;
+            }
+            let batch = std::mem::take(&mut st.pending);
+            let procs: Vec<Option<Arc<Proc>>> = batch
+                .iter()
+                .map(|&i| st.procs.get(i).and_then(Weak::upgrade))
+                .collect();
+            drop(st);
+            for proc in procs.into_iter().flatten() {
+                if let Engine::Uring(ring) = &proc.engine {
+                    // Without the processor's lock: the kernel serialises
+                    // enters, and entries are only ever published whole.
+                    let _ = ring.submit();
+                }
+            }
+            st = self.lock();
+        }
+    }
+
+    /// Stops the thread after what is pending; joins it.
+    fn stop(&self) {
+        let handle = {
+            let mut st = self.lock();
+            st.stop = true;
+            st.thread.take()
+        };
+        self.wake.notify_one();
+        if let Some(handle) = handle {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
 }
 
 /// The runtime's I/O driver. Held by the host; every I/O object keeps an
@@ -62,6 +186,7 @@ pub(crate) struct Driver {
     /// Round-robin choice of a ring for threads that are not processors.
     foreign: AtomicUsize,
     shut_down: AtomicBool,
+    submit_thread: Arc<SubmitThread>,
 }
 
 /// One processor's engine, timers and outstanding operations.
@@ -82,6 +207,7 @@ pub(crate) struct Proc {
     unflushed: AtomicU32,
     /// Bumped by the owner at every scheduling iteration (helpers compare).
     iterations: AtomicU64,
+    submit_thread: Arc<SubmitThread>,
 }
 
 // One per processor, never moved: the size difference costs nothing.
@@ -118,6 +244,10 @@ impl Driver {
             procs: RwLock::new(Vec::new()),
             foreign: AtomicUsize::new(0),
             shut_down: AtomicBool::new(false),
+            submit_thread: Arc::new(SubmitThread {
+                state: Mutex::new(SubmitState::default()),
+                wake: Condvar::new(),
+            }),
         };
         for p in 0..processors.max(1) {
             driver.ensure(p)?;
@@ -163,12 +293,16 @@ impl Driver {
                 outstanding: AtomicUsize::new(0),
                 unflushed: AtomicU32::new(0),
                 iterations: AtomicU64::new(0),
+                submit_thread: self.submit_thread.clone(),
             });
             if let Engine::Uring(ring) = &proc.engine {
+                // Published only: the processor's first flush (or the
+                // submission thread, for a foreign submission before that)
+                // hands it to the kernel.
                 let mut st = proc.lock();
                 ring.arm_wake(&proc, &mut st)?;
-                proc.flush(&mut st);
             }
+            self.submit_thread.lock().procs.push(Arc::downgrade(&proc));
             procs.push(proc);
         }
         Ok(procs[p].clone())
@@ -316,28 +450,23 @@ impl Driver {
         if n < 2 {
             return;
         }
+        // Each look checks the processor sampled at the previous look (16
+        // iterations ago) and samples the next one, chosen at random.
         let (watched, seen, mut rng) = WATCH.with(Cell::get);
-        let Some(other) = procs.get(watched).filter(|q| q.index != own.index).cloned() else {
-            rng ^= rng << 13;
-            rng ^= rng >> 17;
-            rng ^= rng << 5;
-            WATCH.with(|w| w.set((rng as usize % n, u64::MAX, rng)));
-            return;
-        };
-        drop(procs);
-        let iterations = other.iterations.load(Ordering::Relaxed);
-        let stuck = iterations == seen && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
-        // Watch someone else next time.
         rng ^= rng << 13;
         rng ^= rng >> 17;
         rng ^= rng << 5;
-        let next = rng as usize % n;
-        let next_seen = if next == watched {
-            iterations
-        } else {
-            u64::MAX
+        let mut next = rng as usize % n;
+        if next == own.index {
+            next = (next + 1) % n;
+        }
+        WATCH.with(|w| w.set((next, procs[next].iterations.load(Ordering::Relaxed), rng)));
+        let Some(other) = procs.get(watched).filter(|q| q.index != own.index).cloned() else {
+            return;
         };
-        WATCH.with(|w| w.set((next, next_seen, rng)));
+        drop(procs);
+        let stuck = other.iterations.load(Ordering::Relaxed) == seen
+            && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
         if !stuck {
             return;
         }
@@ -348,6 +477,12 @@ impl Driver {
         if other.outstanding.load(Ordering::Relaxed) == 0 && !timers_due {
             return;
         }
+        self.drain_other(&other);
+    }
+
+    /// Drains another processor's engine (reap, flush, due timers) if its
+    /// lock is free; the tasks woken land on the calling processor's lanes.
+    fn drain_other(&self, other: &Proc) {
         let Ok(mut st) = other.state.try_lock() else {
             return;
         };
@@ -357,16 +492,34 @@ impl Driver {
         let mut fired = Vec::new();
         match &other.engine {
             Engine::Uring(ring) => {
-                ring.reap(&other, &mut st, &mut fired);
+                ring.reap(other, &mut st, &mut fired);
                 if other.unflushed.load(Ordering::Relaxed) != 0 {
                     other.flush(&mut st);
                 }
             }
             Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
         }
-        self.fire_timers(&other, &mut st, &mut fired);
+        self.fire_timers(other, &mut st, &mut fired);
         drop(st);
         fired.into_iter().for_each(Waker::wake);
+    }
+
+    /// The other processors that are awake with operations in flight or
+    /// timers pending, and their iteration counts now: a sleeping processor
+    /// looks at them again after `WATCH_PERIOD` and helps those that have
+    /// not moved (stuck in a long poll). Nobody is watched when every other
+    /// processor sleeps, so an idle runtime sleeps without timeouts.
+    fn watch_list(&self, own: usize) -> Vec<(Arc<Proc>, u64)> {
+        self.procs()
+            .iter()
+            .filter(|q| {
+                q.index != own
+                    && q.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+                    && (q.outstanding.load(Ordering::Relaxed) != 0
+                        || q.next_timer.load(Ordering::Relaxed) != NO_TIMER)
+            })
+            .map(|q| (q.clone(), q.iterations.load(Ordering::Relaxed)))
+            .collect()
     }
 
     /// Host hook: processor `p` committed to sleep. Drains completions and
@@ -381,6 +534,7 @@ impl Driver {
             return;
         };
         let mut fired = Vec::new();
+        let watched = self.watch_list(p);
         let timeout = {
             let mut st = proc.lock();
             self.drain_all(&proc, &mut st, &mut fired);
@@ -394,17 +548,22 @@ impl Driver {
             }
             let until = proc.next_timer.load(Ordering::Relaxed);
             proc.parked_until.store(until, Ordering::Relaxed);
-            if until == NO_TIMER {
+            let timer = if until == NO_TIMER {
                 None
             } else {
                 Some(
                     self.instant_of(until)
                         .saturating_duration_since(Instant::now()),
                 )
+            };
+            if watched.is_empty() {
+                timer
+            } else {
+                Some(timer.map_or(WATCH_PERIOD, |t| t.min(WATCH_PERIOD)))
             }
         };
         match &proc.engine {
-            Engine::Uring(ring) => ring.wait(timeout),
+            Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
             Engine::Poll(poller) => {
                 let mut events = Vec::new();
                 poller.wait(timeout, &mut events);
@@ -418,6 +577,13 @@ impl Driver {
         self.drain_all(&proc, &mut st, &mut fired);
         drop(st);
         fired.into_iter().for_each(Waker::wake);
+        for (other, seen) in watched {
+            if other.iterations.load(Ordering::Relaxed) == seen
+                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+            {
+                self.drain_other(&other);
+            }
+        }
     }
 
     /// Reaps completions, flushes submissions and fires due timers.
@@ -523,6 +689,7 @@ impl Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         self.shutdown();
+        self.submit_thread.stop();
     }
 }
 
@@ -541,14 +708,30 @@ impl Proc {
         }
     }
 
-    /// Hands the pushed submissions to the kernel (uring engine).
+    /// Hands the pushed submissions to the kernel (uring engine): itself
+    /// on a processor's own thread, through the submission thread on any
+    /// other (see `SubmitThread`).
     pub(crate) fn flush(&self, st: &mut State) {
         if let Engine::Uring(ring) = &self.engine {
-            if ring.submit().is_ok() {
+            if !is_stable_thread() {
+                self.request_submit();
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
+            } else if ring.submit().is_ok() {
                 self.unflushed.store(0, Ordering::Relaxed);
                 st.unflushed_seen = 0;
             }
         }
+    }
+
+    /// Asks the submission thread to submit this ring's entries.
+    pub(crate) fn request_submit(&self) {
+        self.submit_thread.request(self.index);
+    }
+
+    /// Whether the calling thread may enter the ring to submit.
+    pub(crate) fn may_submit_here(&self) -> bool {
+        is_stable_thread()
     }
 
     pub(crate) fn note_unflushed(&self, n: u32) {

@@ -186,7 +186,20 @@ impl Ring {
             if attempt > 0 {
                 self.reap(proc, st, fired);
             }
-            let _ = self.ring.submit();
+            if proc.may_submit_here() {
+                let _ = self.ring.submit();
+            } else {
+                // The submission thread submits without our lock: wait a
+                // little for room.
+                proc.request_submit();
+                for _ in 0..200 {
+                    // SAFETY: as above, the lock is held.
+                    if !unsafe { self.ring.submission_shared() }.is_full() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
         }
         Err(io::Error::new(
             io::ErrorKind::WouldBlock,
@@ -227,16 +240,27 @@ impl Ring {
         fired.append(&mut st.pending_wakers);
     }
 
-    /// Waits (without the lock) for a completion, submitting what is
-    /// published, for at most `timeout`.
-    pub(crate) fn wait(&self, timeout: Option<Duration>) {
+    /// Waits (without the lock) for a completion, for at most `timeout`;
+    /// on a processor's own thread it submits what is published as well
+    /// (elsewhere `flush` asked the submission thread to).
+    pub(crate) fn wait(&self, timeout: Option<Duration>, submit: bool) {
         let submitter = self.ring.submitter();
-        let result = match timeout {
-            None => submitter.submit_and_wait(1),
-            Some(t) => {
-                let ts = types::Timespec::from(t);
-                let args = types::SubmitArgs::new().timespec(&ts);
-                submitter.submit_with_args(1, &args)
+        let ts = timeout.map(types::Timespec::from);
+        let result = match (&ts, submit) {
+            (None, true) => submitter.submit_and_wait(1),
+            (Some(ts), true) => {
+                submitter.submit_with_args(1, &types::SubmitArgs::new().timespec(ts))
+            }
+            (ts, false) => {
+                let args = match ts {
+                    Some(ts) => types::SubmitArgs::new().timespec(ts),
+                    None => types::SubmitArgs::new(),
+                };
+                let flags = io_uring::EnterFlags::GETEVENTS | io_uring::EnterFlags::EXT_ARG;
+                // SAFETY: `io_uring_enter` with nothing to submit, waiting
+                // for one completion; `args` is the extended argument the
+                // crate's own `submit_with_args` passes, alive for the call.
+                unsafe { submitter.enter(0, 1, flags.bits(), Some(&args)) }
             }
         };
         if let Err(e) = result {
@@ -291,7 +315,10 @@ impl Ring {
                 self.leak_wake.store(st.wake_armed, Ordering::Relaxed);
                 break;
             }
-            self.wait(Some((deadline - now).min(Duration::from_millis(100))));
+            self.wait(
+                Some((deadline - now).min(Duration::from_millis(100))),
+                proc.may_submit_here(),
+            );
             self.reap(proc, st, fired);
         }
         proc.flush(st);

@@ -535,6 +535,8 @@ pub(crate) fn wait_until<'a, T>(
 
 /// The body of processor `p`'s thread.
 fn run_processor(handle: Handle, p: usize, exited: Arc<(Mutex<usize>, Condvar)>) {
+    // This thread lives until shutdown: it may submit I/O itself.
+    crate::io::driver::mark_stable_thread();
     handle.run_processor(p);
     let (count, cvar) = &*exited;
     *count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
