@@ -65,6 +65,7 @@ on_both_backends!(
     completions_of_a_stuck_processor_are_helped,
     io_across_block_in_place,
     io_after_shutdown_is_an_error,
+    incoming_and_split_halves_through_futures_io,
 );
 
 async fn echo_server(listener: TcpListener) {
@@ -661,4 +662,36 @@ fn io_after_shutdown_is_an_error(backend: IoBackend) {
         assert!(listener.accept().await.is_err());
     });
     drop(handle);
+}
+
+fn incoming_and_split_halves_through_futures_io(backend: IoBackend) {
+    use futures_lite::StreamExt;
+    let rt = runtime(backend, 2);
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = fairlane::spawn(async move {
+            let mut incoming = listener.incoming();
+            for _ in 0..3 {
+                let stream = incoming.next().await.unwrap().unwrap();
+                let (mut read, mut write) = stream.into_split();
+                fairlane::spawn(async move {
+                    let mut data = Vec::new();
+                    read.read_to_end(&mut data).await.unwrap();
+                    AsyncWriteExt::write_all(&mut write, &data).await.unwrap();
+                    write.close().await.unwrap();
+                });
+            }
+        });
+        for i in 0..3u8 {
+            let (mut read, mut write) = TcpStream::connect(addr).await.unwrap().into_split();
+            let msg = vec![i; 10_000];
+            AsyncWriteExt::write_all(&mut write, &msg).await.unwrap();
+            write.close().await.unwrap();
+            let mut back = Vec::new();
+            read.read_to_end(&mut back).await.unwrap();
+            assert_eq!(back, msg);
+        }
+        server.await.unwrap();
+    });
 }

@@ -604,3 +604,9 @@ pub(crate) fn with_std<S: FromRawFd, R>(fd: RawFd, f: impl FnOnce(&S) -> R) -> R
     let view = std::mem::ManuallyDrop::new(unsafe { S::from_raw_fd(fd) });
     f(&view)
 }
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket").field("fd", &self.raw()).finish()
+    }
+}

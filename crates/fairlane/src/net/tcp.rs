@@ -93,6 +93,29 @@ impl TcpListener {
         Ok((stream, peer))
     }
 
+    /// The connections as they come, as a [`futures_core::Stream`] that
+    /// never ends (each item is one `accept`).
+    ///
+    /// # Example
+    /// ```
+    /// use futures_lite::StreamExt;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let listener = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// std::thread::spawn(move || std::net::TcpStream::connect(addr));
+    /// let mut incoming = listener.incoming();
+    /// let stream = incoming.next().await.unwrap()?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn incoming(&self) -> Incoming<'_> {
+        Incoming {
+            listener: self,
+            accept: None,
+        }
+    }
+
     /// The address it listens on.
     ///
     /// # Example
@@ -104,6 +127,53 @@ impl TcpListener {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         with_std(self.sock.raw(), std::net::TcpListener::local_addr)
+    }
+}
+
+type AcceptFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = io::Result<(TcpStream, SocketAddr)>> + Send + 'a>,
+>;
+
+/// The stream of [`TcpListener::incoming`].
+///
+/// # Example
+/// ```
+/// async fn serve(listener: fairlane::net::TcpListener) {
+///     use futures_lite::StreamExt;
+///     let mut incoming = listener.incoming();
+///     while let Some(Ok(stream)) = incoming.next().await {
+///         fairlane::spawn(async move { drop(stream) });
+///     }
+/// }
+/// ```
+pub struct Incoming<'a> {
+    listener: &'a TcpListener,
+    accept: Option<AcceptFuture<'a>>,
+}
+
+impl futures_core::Stream for Incoming<'_> {
+    type Item = io::Result<TcpStream>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let listener = this.listener;
+        let accept = this
+            .accept
+            .get_or_insert_with(|| Box::pin(listener.accept()));
+        let result = std::task::ready!(accept.as_mut().poll(cx));
+        this.accept = None;
+        std::task::Poll::Ready(Some(result.map(|(stream, _)| stream)))
+    }
+}
+
+impl fmt::Debug for Incoming<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Incoming")
+            .field("listener", self.listener)
+            .finish_non_exhaustive()
     }
 }
 
@@ -353,7 +423,8 @@ impl TcpStream {
     }
 
     /// Splits into a read half and a write half that can move to different
-    /// tasks. Dropping the write half shuts down the write side. Data the
+    /// tasks (they implement `AsyncRead` and `AsyncWrite` respectively).
+    /// Dropping the write half shuts down the write side. Data the
     /// `AsyncRead` adapter buffered but did not hand out is dropped.
     ///
     /// # Example
@@ -371,8 +442,12 @@ impl TcpStream {
         (
             OwnedReadHalf {
                 sock: self.sock.clone(),
+                compat: Compat::new(),
             },
-            OwnedWriteHalf { sock: self.sock },
+            OwnedWriteHalf {
+                sock: self.sock,
+                compat: Compat::new(),
+            },
         )
     }
 }
@@ -409,9 +484,9 @@ impl fmt::Debug for TcpStream {
 /// # Ok::<(), std::io::Error>(()) })?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct OwnedReadHalf {
     sock: Arc<Socket>,
+    compat: Compat,
 }
 
 impl OwnedReadHalf {
@@ -456,9 +531,9 @@ impl OwnedReadHalf {
 /// # Ok::<(), std::io::Error>(()) })?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
-#[derive(Debug)]
 pub struct OwnedWriteHalf {
     sock: Arc<Socket>,
+    compat: Compat,
 }
 
 impl OwnedWriteHalf {
@@ -484,14 +559,61 @@ impl OwnedWriteHalf {
     }
 }
 
-impl Drop for OwnedWriteHalf {
-    fn drop(&mut self) {
-        let _ = self.sock.shutdown(Shutdown::Write);
+impl futures_io::AsyncRead for OwnedReadHalf {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.compat.poll_read(&this.sock, cx, buf)
     }
 }
 
-impl fmt::Debug for Socket {
+impl futures_io::AsyncWrite for OwnedWriteHalf {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.compat.poll_write(&this.sock, cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        self.get_mut().compat.poll_flush(cx)
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.compat.poll_close(&this.sock, cx)
+    }
+}
+
+impl fmt::Debug for OwnedReadHalf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Socket").field("fd", &self.raw()).finish()
+        f.debug_struct("OwnedReadHalf")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+impl fmt::Debug for OwnedWriteHalf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedWriteHalf")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        let _ = self.sock.shutdown(Shutdown::Write);
     }
 }
