@@ -612,6 +612,18 @@ impl Driver {
     /// Host hook: wakes processor `p` from `park` (or makes its next `park`
     /// return at once).
     pub(crate) fn unpark(&self, p: usize) {
+        // On processor p's own thread the core only unparks p from inside
+        // `park` (a task woken there is pushed, and p is the sleeper the
+        // push wakes), and `park` returns right after waking its tasks: the
+        // eventfd write (and the read it completes) would be wasted.
+        let own = CURRENT.with(|c| {
+            c.borrow()
+                .as_ref()
+                .is_some_and(|c| c.driver == self.id && c.proc.index == p)
+        });
+        if own {
+            return;
+        }
         if let Some(proc) = self.procs().get(p) {
             proc.notify();
         }
