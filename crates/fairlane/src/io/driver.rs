@@ -396,22 +396,42 @@ impl Driver {
     #[inline]
     pub(crate) fn poll_events(&self, p: usize) {
         coop::reset();
-        let Some(proc) = self.current() else { return };
-        debug_assert_eq!(proc.index, p);
+        // Borrowed from the thread-local rather than cloned: no reference
+        // count traffic on the hot path. Nothing below registers or
+        // unregisters a processor (the only mutable borrows).
+        CURRENT.with(|c| {
+            let c = c.borrow();
+            if let Some(cur) = c.as_ref().filter(|c| c.driver == self.id) {
+                debug_assert_eq!(cur.proc.index, p);
+                self.poll_own(&cur.proc);
+            }
+        });
+    }
+
+    fn poll_own(&self, proc: &Arc<Proc>) {
         let iteration = proc.iterations.load(Ordering::Relaxed) + 1;
         proc.iterations.store(iteration, Ordering::Relaxed);
         let timers_due = {
             let next = proc.next_timer.load(Ordering::Relaxed);
             next != NO_TIMER && next <= self.now_tick()
         };
-        let busy = proc.outstanding.load(Ordering::Relaxed) != 0
-            || proc.unflushed.load(Ordering::Relaxed) != 0;
-        if busy || timers_due {
+        let engine_due = match &proc.engine {
+            Engine::Uring(_) => {
+                proc.outstanding.load(Ordering::Relaxed) != 0
+                    || proc.unflushed.load(Ordering::Relaxed) != 0
+            }
+            // A system call: only every POLL_PERIOD iterations.
+            Engine::Poll(_) => {
+                iteration % u64::from(POLL_PERIOD) == 0
+                    && proc.outstanding.load(Ordering::Relaxed) != 0
+            }
+        };
+        if engine_due || timers_due {
             let mut fired = Vec::new();
             let mut st = proc.lock();
             match &proc.engine {
                 Engine::Uring(ring) => {
-                    ring.reap(&proc, &mut st, &mut fired);
+                    ring.reap(proc, &mut st, &mut fired);
                     // Batching: flush past the threshold, or when the task
                     // just run added nothing to what the one before it left.
                     let unflushed = proc.unflushed.load(Ordering::Relaxed);
@@ -423,19 +443,19 @@ impl Driver {
                     st.unflushed_seen = proc.unflushed.load(Ordering::Relaxed);
                 }
                 Engine::Poll(poller) => {
-                    if iteration % u64::from(POLL_PERIOD) == 0 {
+                    if engine_due {
                         poller.poll_now(&mut st, &mut fired);
                     }
                 }
             }
             if timers_due {
-                self.fire_timers(&proc, &mut st, &mut fired);
+                self.fire_timers(proc, &mut st, &mut fired);
             }
             drop(st);
             fired.into_iter().for_each(Waker::wake);
         }
         if iteration % u64::from(HELP_PERIOD) == 0 {
-            self.help(&proc);
+            self.help(proc);
         }
     }
 
