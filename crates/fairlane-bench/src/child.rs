@@ -39,7 +39,9 @@ pub fn main(spec_json: &str) -> ! {
         });
     };
     match spec.runtime {
-        RuntimeKind::Fairlane => with::<FairlaneRuntime>(&spec, &mut emit),
+        RuntimeKind::Fairlane | RuntimeKind::FairlaneFallback => {
+            with::<FairlaneRuntime>(&spec, &mut emit)
+        }
         RuntimeKind::Tokio => with::<TokioRuntime>(&spec, &mut emit),
         RuntimeKind::AsyncExecutor => with::<AsyncExecutorRuntime>(&spec, &mut emit),
         RuntimeKind::ThreadFloor => match spec.workload {

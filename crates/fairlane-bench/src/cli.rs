@@ -25,7 +25,7 @@ for costs: >1x means fairlane is ahead, <1x behind).
 Workloads (design notes section 4): cycle, yield, churn, locality, transfer, \
 transfer-park run loaded and lightly loaded at each processor count (transfer needs at \
 least 2 processors); spawn at each processor count; wake (with the std-thread \
-park/unpark floor) and idle at the largest one.";
+park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio; runtimes without a network API skip it) at the largest one.";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]

@@ -17,6 +17,7 @@ type LineKey = (RuntimeKind, Option<usize>);
 fn color(r: RuntimeKind) -> RGBColor {
     match r {
         RuntimeKind::Fairlane => RGBColor(0xd6, 0x27, 0x28),
+        RuntimeKind::FairlaneFallback => RGBColor(0xff, 0x7f, 0x0e),
         RuntimeKind::Tokio => RGBColor(0x1f, 0x77, 0xb4),
         RuntimeKind::AsyncExecutor => RGBColor(0x2c, 0xa0, 0x2c),
         RuntimeKind::ThreadFloor => RGBColor(0x55, 0x55, 0x55),

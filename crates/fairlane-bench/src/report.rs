@@ -88,7 +88,7 @@ impl Row {
 
     /// Whether ratios make sense (a cost, not a descriptive share).
     pub fn is_cost(&self) -> bool {
-        !matches!(self.metric.as_str(), "blocked" | "moved")
+        !matches!(self.metric.as_str(), "blocked" | "moved" | "req/s")
     }
 
     /// How many times better fairlane is than `peer` on this row, as text.
@@ -173,6 +173,7 @@ pub fn primary_metric(w: Workload) -> &'static str {
         Workload::Spawn => "ns/spawn",
         Workload::Wake => "wake p50",
         Workload::Idle => "cpu",
+        Workload::Echo => "ns/req",
         _ => "ns/op",
     }
 }
@@ -338,7 +339,10 @@ pub fn write_report(
     std::fs::create_dir_all(dir)?;
     let mut plots = Vec::new();
     for &w in &cfg.workloads {
-        if matches!(w, Workload::Wake | Workload::Idle | Workload::Hang) {
+        if matches!(
+            w,
+            Workload::Wake | Workload::Idle | Workload::Echo | Workload::Hang
+        ) {
             continue;
         }
         let name = format!("{}.svg", w.name());

@@ -37,6 +37,17 @@ pub trait BenchRuntime: Sized + 'static {
     fn block_on<F: Future>(&self, f: F) -> F::Output;
     /// The runtime's own `yield_now`.
     fn yield_now() -> impl Future<Output = ()> + Send;
+
+    /// Starts a TCP echo server on `listener` with the runtime's own network
+    /// API (one task per connection), returning once it is accepting. The
+    /// default: the runtime has none.
+    fn echo_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+        drop(listener);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this runtime has no network API here",
+        ))
+    }
 }
 
 pub use self::async_executor_rt::AsyncExecutorRuntime;
@@ -83,6 +94,9 @@ mod fairlane_rt {
             if let Some(f) = knobs.help_factor_log2 {
                 builder.help_factor_log2(f);
             }
+            if spec.runtime == crate::spec::RuntimeKind::FairlaneFallback {
+                builder.io_backend(fairlane::io::IoBackend::Fallback);
+            }
             builder.build().map(FairlaneRuntime)
         }
 
@@ -96,6 +110,32 @@ mod fairlane_rt {
 
         fn yield_now() -> impl Future<Output = ()> + Send {
             fairlane::yield_now()
+        }
+
+        fn echo_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            let listener = self
+                .0
+                .block_on(async { fairlane::net::TcpListener::from_std(listener) })?;
+            self.0.spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    fairlane::spawn(async move {
+                        let _ = stream.set_nodelay(true);
+                        let mut buf = Vec::with_capacity(4096);
+                        loop {
+                            let (n, b) = stream.read(buf).await;
+                            if !matches!(n, Ok(n) if n > 0) {
+                                return;
+                            }
+                            let (r, b) = stream.write_all(b).await;
+                            if r.is_err() {
+                                return;
+                            }
+                            buf = b;
+                        }
+                    });
+                }
+            });
+            Ok(())
         }
     }
 }
@@ -125,11 +165,16 @@ mod tokio_rt {
         type Spawner = tokio::runtime::Handle;
 
         fn build(spec: &ChildSpec) -> io::Result<Self> {
-            tokio::runtime::Builder::new_multi_thread()
+            let mut builder = tokio::runtime::Builder::new_multi_thread();
+            builder
                 .worker_threads(spec.processors)
-                .thread_name("tokio-bench")
-                .build()
-                .map(TokioRuntime)
+                .thread_name("tokio-bench");
+            // The I/O driver only for I/O workloads: it changes how idle
+            // workers park, and the other workloads measure tokio as before.
+            if spec.workload.is_io() {
+                builder.enable_io();
+            }
+            builder.build().map(TokioRuntime)
         }
 
         fn spawner(&self) -> Self::Spawner {
@@ -142,6 +187,33 @@ mod tokio_rt {
 
         fn yield_now() -> impl Future<Output = ()> + Send {
             tokio::task::yield_now()
+        }
+
+        fn echo_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            listener.set_nonblocking(true)?;
+            let listener = {
+                let _guard = self.0.enter();
+                tokio::net::TcpListener::from_std(listener)?
+            };
+            self.0.spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    tokio::spawn(async move {
+                        let _ = stream.set_nodelay(true);
+                        let mut buf = vec![0u8; 4096];
+                        loop {
+                            let n = match stream.read(&mut buf).await {
+                                Ok(n) if n > 0 => n,
+                                _ => return,
+                            };
+                            if stream.write_all(&buf[..n]).await.is_err() {
+                                return;
+                            }
+                        }
+                    });
+                }
+            });
+            Ok(())
         }
     }
 }

@@ -44,6 +44,8 @@ pub enum Workload {
     Wake,
     /// CPU time burnt per second by a runtime whose 10,000 tasks all wait.
     Idle,
+    /// A TCP echo server driven by 100 loopback connections: ns/req, req/s, p99.
+    Echo,
     /// Test hook: a child that never answers (checks the deadline kill).
     #[value(hide = true)]
     Hang,
@@ -51,7 +53,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload of the suite, in table order.
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 10] = [
         Workload::Cycle,
         Workload::Yield,
         Workload::Churn,
@@ -61,6 +63,7 @@ impl Workload {
         Workload::Spawn,
         Workload::Wake,
         Workload::Idle,
+        Workload::Echo,
     ];
 
     /// The name used on the command line, in tables and in JSON.
@@ -75,6 +78,7 @@ impl Workload {
             Workload::Spawn => "spawn",
             Workload::Wake => "wake",
             Workload::Idle => "idle",
+            Workload::Echo => "echo",
             Workload::Hang => "hang",
         }
     }
@@ -104,6 +108,12 @@ impl Workload {
     pub fn can_starve(self) -> bool {
         matches!(self, Workload::Transfer | Workload::TransferPark)
     }
+
+    /// Whether the workload does network I/O (only runtimes with a network
+    /// API run it).
+    pub fn is_io(self) -> bool {
+        matches!(self, Workload::Echo)
+    }
 }
 
 /// A runtime under test.
@@ -122,8 +132,11 @@ impl Workload {
 )]
 #[serde(rename_all = "kebab-case")]
 pub enum RuntimeKind {
-    /// fairlane (this project).
+    /// fairlane (this project), on its default I/O backend (io_uring here).
     Fairlane,
+    /// fairlane with the fallback I/O backend forced (only runs I/O
+    /// workloads: the scheduler is the same).
+    FairlaneFallback,
     /// tokio's multi-thread runtime with `worker_threads = processors`.
     Tokio,
     /// One `async_executor::Executor` run on `processors` threads.
@@ -136,8 +149,9 @@ pub enum RuntimeKind {
 
 impl RuntimeKind {
     /// The runtimes compared by default, fairlane first.
-    pub const ALL: [RuntimeKind; 3] = [
+    pub const ALL: [RuntimeKind; 4] = [
         RuntimeKind::Fairlane,
+        RuntimeKind::FairlaneFallback,
         RuntimeKind::Tokio,
         RuntimeKind::AsyncExecutor,
     ];
@@ -146,6 +160,7 @@ impl RuntimeKind {
     pub fn name(self) -> &'static str {
         match self {
             RuntimeKind::Fairlane => "fairlane",
+            RuntimeKind::FairlaneFallback => "fairlane-fallback",
             RuntimeKind::Tokio => "tokio",
             RuntimeKind::AsyncExecutor => "async-executor",
             RuntimeKind::ThreadFloor => "thread-floor",

@@ -94,7 +94,7 @@ impl Config {
         let max_p = *self.processors.iter().max().expect("at least one");
         for &w in &self.workloads {
             let mut procs: Vec<usize> = match w {
-                Workload::Wake | Workload::Idle => vec![max_p],
+                Workload::Wake | Workload::Idle | Workload::Echo => vec![max_p],
                 _ => self.processors.clone(),
             };
             for p in &mut procs {
@@ -119,9 +119,16 @@ impl Config {
         cells
     }
 
-    /// The runtimes measured in `cell` (wake adds the std-thread floor).
+    /// The runtimes measured in `cell` (wake adds the std-thread floor;
+    /// fairlane's fallback backend only runs I/O workloads, which only the
+    /// runtimes with a network API run).
     pub fn runtimes_for(&self, cell: &Cell) -> Vec<RuntimeKind> {
         let mut r = self.runtimes.clone();
+        if cell.workload.is_io() {
+            r.retain(|&k| k != RuntimeKind::AsyncExecutor);
+        } else {
+            r.retain(|&k| k != RuntimeKind::FairlaneFallback);
+        }
         if cell.workload == Workload::Wake {
             r.push(RuntimeKind::ThreadFloor);
         }
@@ -160,6 +167,9 @@ impl Config {
     }
 }
 
+/// Client connections of the echo workload.
+pub const ECHO_CONNECTIONS: usize = 100;
+
 /// One workload at one processor count and load.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Cell {
@@ -176,6 +186,7 @@ impl Cell {
             (_, Some(t)) => t * self.processors,
             (Workload::Spawn, None) => self.processors,
             (Workload::Idle, None) => crate::workloads::idle::TASKS,
+            (Workload::Echo, None) => ECHO_CONNECTIONS,
             _ => 1,
         }
     }
@@ -186,6 +197,7 @@ impl Cell {
             (_, Some(t)) => format!("{t}/p"),
             (Workload::Spawn, None) => "1/p".to_string(),
             (Workload::Idle, None) => "10k".to_string(),
+            (Workload::Echo, None) => format!("{ECHO_CONNECTIONS} conn"),
             _ => "1".to_string(),
         }
     }

@@ -61,6 +61,14 @@ pub unsafe trait Host: Send + Sync + 'static {
         let _ = processor;
     }
 
+    /// Called on processor `processor`'s own thread when it stops for good
+    /// (it was removed, or the cluster shut down), after its last poll and
+    /// before its slot can be given to a new processor: the place to cancel
+    /// and reap the processor's own I/O. The default does nothing.
+    fn processor_stopping(&self, processor: usize) {
+        let _ = processor;
+    }
+
     /// One step of a wait for another thread that holds the processor set
     /// (a resize of the cluster): the default spins; a host with threads
     /// should let others run (`std::thread::yield_now`).

@@ -525,6 +525,7 @@ impl<H: Host> Cluster<H> {
     pub fn run_processor(&self, p: usize) {
         if self.sched.start(p) {
             self.run_loop(p);
+            self.host().processor_stopping(p);
         }
         if p < self.capacity() {
             self.sched.finish(p, true);

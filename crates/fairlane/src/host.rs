@@ -1,12 +1,15 @@
-//! The std host of the scheduler core: processors are OS threads, parking is
-//! `std::thread::park`, and the clock is the TSC where there is one.
+//! The std host of the scheduler core: processors are OS threads, parking
+//! and per-iteration event polling belong to the I/O driver (a processor
+//! sleeps in its own io_uring or poller, so completions and timers wake it),
+//! and the clock is the TSC where there is one.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
-use std::thread::Thread;
+use std::sync::Arc;
 
 use fairlane_core::Host;
+
+use crate::io::driver::Driver;
 
 thread_local! {
     /// `(runtime id, processor)` of the processor this thread runs, if any.
@@ -17,18 +20,17 @@ static NEXT_RUNTIME_ID: AtomicUsize = AtomicUsize::new(1);
 
 pub(crate) struct StdHost {
     id: usize,
-    /// The thread running each processor: its own thread, or for the length
-    /// of a `block_in_place` a replacement.
-    threads: Box<[Mutex<Option<Thread>>]>,
+    /// I/O, timers, and the processors' sleep (see `io/driver.md`).
+    io: Arc<Driver>,
     #[cfg(not(target_arch = "x86_64"))]
     epoch: std::time::Instant,
 }
 
 impl StdHost {
-    pub(crate) fn new(processors: usize) -> Self {
+    pub(crate) fn new(io: Arc<Driver>) -> Self {
         Self {
             id: NEXT_RUNTIME_ID.fetch_add(1, Ordering::Relaxed),
-            threads: (0..processors).map(|_| Mutex::new(None)).collect(),
+            io,
             #[cfg(not(target_arch = "x86_64"))]
             epoch: std::time::Instant::now(),
         }
@@ -37,14 +39,20 @@ impl StdHost {
     /// Called on the thread that is about to run processor `p`, before it
     /// does.
     pub(crate) fn register_current(&self, p: usize) {
-        *self.threads[p].lock().unwrap_or_else(|e| e.into_inner()) = Some(std::thread::current());
+        self.io.register_current(p);
         PROCESSOR.with(|c| c.set(Some((self.id, p))));
+    }
+
+    /// The I/O driver.
+    pub(crate) fn io(&self) -> &Arc<Driver> {
+        &self.io
     }
 
     /// Called when processor `p`'s loop has returned: from now on the thread
     /// is no longer a processor (the `Host` contract).
     pub(crate) fn unregister_current(&self) {
         PROCESSOR.with(|c| c.set(None));
+        self.io.unregister_current();
     }
 
     /// Whether the calling thread is one of this runtime's processors.
@@ -86,8 +94,8 @@ unsafe impl Host for StdHost {
         }
     }
 
-    fn park(&self, _processor: usize) {
-        std::thread::park();
+    fn park(&self, processor: usize) {
+        self.io.park(processor);
     }
 
     fn relax(&self) {
@@ -95,16 +103,15 @@ unsafe impl Host for StdHost {
     }
 
     fn unpark(&self, processor: usize) {
-        // A processor only parks after registering (it registers before it
-        // runs), and the core only unparks a processor that committed to
-        // sleep, so the thread is always known here. The lock is taken only
-        // on this path, when a processor sleeps: never on a busy one.
-        let thread = self.threads[processor]
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        if let Some(thread) = thread {
-            thread.unpark();
-        }
+        self.io.unpark(processor);
+    }
+
+    #[inline]
+    fn poll_events(&self, processor: usize) {
+        self.io.poll_events(processor);
+    }
+
+    fn processor_stopping(&self, processor: usize) {
+        self.io.processor_stopped(processor);
     }
 }

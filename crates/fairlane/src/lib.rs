@@ -31,9 +31,13 @@
 //! ```
 #![warn(missing_docs)]
 
+pub mod fs;
 mod host;
+pub mod io;
+pub mod net;
 mod runtime;
 pub mod task;
+pub mod time;
 
 pub use runtime::{
     Builder, Cluster, Handle, MigrateHere, ProcessorMetrics, Runtime, RuntimeMetrics,

@@ -16,6 +16,7 @@ use std::time::Duration;
 
 pub mod churn;
 pub mod cycle;
+pub mod echo;
 pub mod idle;
 pub mod locality;
 pub mod spawn;
@@ -38,6 +39,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         Workload::Spawn => spawn::run(rt, spec, emit),
         Workload::Wake => wake::run(rt, spec, emit),
         Workload::Idle => idle::run(rt, spec, emit),
+        Workload::Echo => echo::run(rt, spec, emit),
         Workload::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },

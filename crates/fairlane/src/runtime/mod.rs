@@ -20,6 +20,8 @@ use self::blocking::BlockingPool;
 pub use self::cluster::{Cluster, MigrateHere};
 use self::cluster::{ClusterEntry, ProcessorThreads};
 use crate::host::StdHost;
+use crate::io::driver::Driver;
+use crate::io::IoBackend;
 use crate::task::{spawn_on, JoinHandle};
 
 pub(crate) type ClusterRef = Arc<CoreCluster<StdHost>>;
@@ -141,6 +143,19 @@ impl Runtime {
         &self.handle
     }
 
+    /// The I/O backend this runtime uses (see [`Builder::io_backend`]).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBackend;
+    /// let rt = fairlane::Runtime::builder().processors(1).io_backend(IoBackend::Fallback).build()?;
+    /// assert_eq!(rt.io_backend(), IoBackend::Fallback);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_backend(&self) -> IoBackend {
+        self.handle.io_backend()
+    }
+
     /// Counters of every processor; see [`RuntimeMetrics`].
     ///
     /// # Example
@@ -246,6 +261,11 @@ impl Runtime {
         // After the tasks: a job whose task is gone is skipped, and the
         // jobs still running are waited for (within the deadline).
         shared.blocking.shutdown(deadline);
+        // Every ring cancelled and reaped (those of processors that stopped
+        // were already, in `Host::processor_stopping`).
+        for entry in shared.clusters.iter() {
+            entry.cluster.host().io().shutdown();
+        }
     }
 
     /// The cluster named `name`, if the runtime has one (the default
@@ -318,6 +338,7 @@ pub struct Builder {
     thread_name: String,
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
+    io_backend: Option<IoBackend>,
 }
 
 impl Default for Builder {
@@ -344,7 +365,25 @@ impl Builder {
             thread_name: "fairlane-processor".into(),
             max_blocking_threads: 512,
             thread_keep_alive: Duration::from_secs(10),
+            io_backend: None,
         }
+    }
+
+    /// Forces the I/O backend. Without it, the environment variable
+    /// `FAIRLANE_IO_BACKEND` (`io_uring` or `fallback`) decides, and without
+    /// that io_uring is used where the kernel allows it. `build` fails if
+    /// io_uring is forced but unavailable.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBackend;
+    /// let rt = fairlane::Runtime::builder().io_backend(IoBackend::Fallback).build()?;
+    /// assert_eq!(rt.io_backend(), IoBackend::Fallback);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_backend(&mut self, backend: IoBackend) -> &mut Self {
+        self.io_backend = Some(backend);
+        self
     }
 
     /// Number of processors (OS threads running tasks). At least 1.
@@ -522,6 +561,7 @@ impl Builder {
             ));
         }
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
+        let backend = crate::io::select(self.io_backend)?;
         let mut specs = vec![("default".to_owned(), self.config.processors)];
         for (name, processors) in &self.clusters {
             if specs.iter().any(|(n, _)| n == name) {
@@ -546,7 +586,11 @@ impl Builder {
                     format!("cluster \"{name}\": {e}")
                 })
             })?;
-            let host = StdHost::new(config.max_processors);
+            // One driver per cluster: its rings are indexed by the cluster's
+            // processor slots; those of processors added later are made when
+            // their threads start.
+            let driver = Arc::new(Driver::new(backend, processors)?);
+            let host = StdHost::new(driver);
             let cluster = CoreCluster::new(config, host).map_err(|e| invalid(e.to_string()))?;
             clusters.push(ClusterEntry {
                 name: name.into(),
@@ -770,6 +814,23 @@ impl Handle {
         block_on::run(future)
     }
 
+    /// The I/O backend of this runtime; see [`Runtime::io_backend`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// assert_eq!(rt.handle().io_backend(), rt.io_backend());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn io_backend(&self) -> IoBackend {
+        self.cluster.host().io().backend()
+    }
+
+    /// The runtime's I/O driver.
+    pub(crate) fn io_driver(&self) -> &Arc<Driver> {
+        self.cluster.host().io()
+    }
+
     /// Counters of every processor; see [`RuntimeMetrics`].
     ///
     /// # Example
@@ -831,6 +892,10 @@ impl Handle {
         cluster.host().register_current(p);
         let guard = context::enter(self.clone());
         if owner {
+            // This thread lives until its processor stops for good, and the
+            // I/O it submitted is reaped before then
+            // (`Host::processor_stopping`): it may submit I/O itself.
+            crate::io::driver::mark_stable_thread();
             cluster.run_processor(p);
         } else {
             cluster.run_stand_in(p);

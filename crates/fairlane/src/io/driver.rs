@@ -1,0 +1,826 @@
+//! The I/O driver: one engine per processor (an io_uring instance, or a
+//! readiness poller in the fallback backend) and one timer wheel per
+//! processor, all behind the processor's lock, plus the hooks the host calls
+//! (`poll_events`, `park`, `unpark`).
+//!
+//! The protocols (who reaps, who may submit, how a sleeping processor is
+//! woken, how a dropped operation keeps its memory) are explained in
+//! `driver.md` beside this file.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
+use std::task::Waker;
+use std::time::{Duration, Instant};
+
+use slab::Slab;
+
+use super::reactor::FdState;
+use super::uring::{self, OpSlot};
+use super::{coop, IoBackend};
+use crate::time::wheel::{TimerKey, Wheel};
+
+/// Submissions a processor batches before it flushes regardless.
+pub(crate) const FLUSH_THRESHOLD: u32 = 30;
+/// A processor looks at one other processor's ring every this many
+/// scheduling iterations, to help if that one's owner is busy.
+const HELP_PERIOD: u32 = 16;
+/// In the fallback backend, a busy processor polls its poller without
+/// waiting every this many iterations (a system call each time).
+const POLL_PERIOD: u32 = 16;
+/// How long a sleeping processor waits before it looks again at awake
+/// processors with I/O in flight, to help one stuck in a long poll.
+const WATCH_PERIOD: Duration = Duration::from_millis(2);
+/// `parked_until` when the owner is not waiting in `park`.
+const NOT_PARKED: u64 = 0;
+/// `next_timer` when no timer is pending.
+const NO_TIMER: u64 = u64::MAX;
+
+static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
+
+thread_local! {
+    /// Whether this thread lives as long as its runtime (a processor's own
+    /// thread): only such threads hand submissions to the kernel themselves
+    /// (see `SubmitThread`).
+    static STABLE: Cell<bool> = const { Cell::new(false) };
+    /// The processor this thread runs, as the driver sees it.
+    static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
+    /// Helping state of this processor thread: the processor it watches,
+    /// that one's iteration count when sampled, and a random state.
+    static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
+}
+
+struct Current {
+    driver: usize,
+    proc: Arc<Proc>,
+}
+
+/// Marks the calling thread as one that lives until its runtime shuts down
+/// (the body of a processor's own thread calls this first).
+pub(crate) fn mark_stable_thread() {
+    STABLE.with(|s| s.set(true));
+}
+
+fn is_stable_thread() -> bool {
+    STABLE.with(Cell::get)
+}
+
+/// The kernel ties an io_uring request to the thread that submitted it and
+/// cancels it when that thread exits. Threads that may exit while their
+/// submissions are in flight (a `block_in_place` replacement, which runs a
+/// processor for a while and then exits; `block_on` threads; the thread
+/// dropping the runtime) therefore never submit themselves: they publish
+/// their entries and ask this thread, which lives as long as the driver, to
+/// hand them to the kernel. (It also runs the completion work of what it
+/// submitted, woken by the kernel for it.)
+pub(crate) struct SubmitThread {
+    state: Mutex<SubmitState>,
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct SubmitState {
+    /// Every engine, by processor index (weak: engines hold this thread's
+    /// handle).
+    procs: Vec<Weak<Proc>>,
+    /// Processor indices whose rings have entries to submit.
+    pending: Vec<usize>,
+    started: bool,
+    stop: bool,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl SubmitThread {
+    fn lock(&self) -> MutexGuard<'_, SubmitState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Asks the thread to submit processor `index`'s published entries.
+    fn request(self: &Arc<Self>, index: usize) {
+        let mut st = self.lock();
+        if st.stop {
+            // After shutdown: no thread left to ask; the caller's own enter
+            // is the only way (its requests may end with it).
+            drop(st);
+            if let Some(Some(proc)) = self.lock().procs.get(index).map(Weak::upgrade) {
+                if let Engine::Uring(ring) = &proc.engine {
+                    let _ = ring.submit();
+                }
+            }
+            return;
+        }
+        if !st.pending.contains(&index) {
+            st.pending.push(index);
+        }
+        if !st.started {
+            st.started = true;
+            let this = self.clone();
+            match std::thread::Builder::new()
+                .name("fairlane-io-submit".into())
+                .spawn(move || this.run())
+            {
+                Ok(handle) => st.thread = Some(handle),
+                Err(e) => {
+                    st.started = false;
+                    eprintln!("fairlane: cannot start the I/O submission thread: {e}");
+                }
+            }
+        }
+        drop(st);
+        self.wake.notify_one();
+    }
+
+    fn run(&self) {
+        let mut st = self.lock();
+        loop {
+            while st.pending.is_empty() && !st.stop {
+                st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
+            }
+            if st.pending.is_empty() && st.stop {
+                return;
+            }
+            let batch = std::mem::take(&mut st.pending);
+            let procs: Vec<Option<Arc<Proc>>> = batch
+                .iter()
+                .map(|&i| st.procs.get(i).and_then(Weak::upgrade))
+                .collect();
+            drop(st);
+            for proc in procs.into_iter().flatten() {
+                if let Engine::Uring(ring) = &proc.engine {
+                    // Without the processor's lock: the kernel serialises
+                    // enters, and entries are only ever published whole.
+                    let _ = ring.submit();
+                }
+            }
+            st = self.lock();
+        }
+    }
+
+    /// Stops the thread after what is pending; joins it.
+    fn stop(&self) {
+        let handle = {
+            let mut st = self.lock();
+            st.stop = true;
+            st.thread.take()
+        };
+        self.wake.notify_one();
+        if let Some(handle) = handle {
+            if handle.thread().id() != std::thread::current().id() {
+                let _ = handle.join();
+            }
+        }
+    }
+}
+
+/// The runtime's I/O driver. Held by the host; every I/O object keeps an
+/// `Arc` to it.
+pub(crate) struct Driver {
+    id: usize,
+    backend: IoBackend,
+    epoch: Instant,
+    /// Per-processor engines, indexed by processor; grows when a processor
+    /// registers with an index not seen before.
+    procs: RwLock<Vec<Arc<Proc>>>,
+    /// Round-robin choice of a ring for threads that are not processors.
+    foreign: AtomicUsize,
+    shut_down: AtomicBool,
+    submit_thread: Arc<SubmitThread>,
+}
+
+/// One processor's engine, timers and outstanding operations.
+pub(crate) struct Proc {
+    pub(crate) index: usize,
+    pub(crate) engine: Engine,
+    state: Mutex<State>,
+    /// Earliest timer tick (`NO_TIMER`: none); written under the lock, read
+    /// without it to keep `poll_events` cheap.
+    next_timer: AtomicU64,
+    /// While the owner waits in `park`: the tick it waits until
+    /// (`u64::MAX` without timer); `NOT_PARKED` otherwise. Written under the
+    /// lock, read under it by a thread that adds an earlier timer.
+    parked_until: AtomicU64,
+    /// Operations in the slab plus registered descriptors.
+    pub(crate) outstanding: AtomicUsize,
+    /// Submissions pushed but not yet handed to the kernel.
+    unflushed: AtomicU32,
+    /// Bumped by the owner at every scheduling iteration (helpers compare).
+    iterations: AtomicU64,
+    submit_thread: Arc<SubmitThread>,
+}
+
+// One per processor, never moved: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Engine {
+    Uring(uring::Ring),
+    Poll(super::reactor::Poller),
+}
+
+/// What the processor's lock guards.
+pub(crate) struct State {
+    pub(crate) ops: Slab<OpSlot>,
+    pub(crate) fds: Slab<Arc<FdState>>,
+    pub(crate) wheel: Wheel,
+    /// `unflushed` as the previous `poll_events` saw it (the batching rule).
+    unflushed_seen: u32,
+    /// The eventfd read that lets `unpark` wake a ring is in flight.
+    pub(crate) wake_armed: bool,
+    /// Someone reaped a wake-up (`unpark`) that `park` has not consumed.
+    pub(crate) woken: bool,
+    /// Wakers collected where they could not be woken yet.
+    pub(crate) pending_wakers: Vec<Waker>,
+    pub(crate) stopped: bool,
+}
+
+impl Driver {
+    /// A driver for `processors` processors on `backend`.
+    pub(crate) fn new(backend: IoBackend, processors: usize) -> io::Result<Driver> {
+        let id = NEXT_DRIVER_ID.fetch_add(1, Ordering::Relaxed);
+        let driver = Driver {
+            id,
+            backend,
+            epoch: Instant::now(),
+            procs: RwLock::new(Vec::new()),
+            foreign: AtomicUsize::new(0),
+            shut_down: AtomicBool::new(false),
+            submit_thread: Arc::new(SubmitThread {
+                state: Mutex::new(SubmitState::default()),
+                wake: Condvar::new(),
+            }),
+        };
+        for p in 0..processors.max(1) {
+            driver.ensure(p)?;
+        }
+        Ok(driver)
+    }
+
+    pub(crate) fn backend(&self) -> IoBackend {
+        self.backend
+    }
+
+    fn procs(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Proc>>> {
+        self.procs.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Processor `p`'s engine, created if `p` is new — or if the processor
+    /// that held slot `p` before was removed (its engine stopped): a new
+    /// processor in a reused slot gets an engine of its own.
+    fn ensure(&self, p: usize) -> io::Result<Arc<Proc>> {
+        if let Some(proc) = self.procs().get(p) {
+            if !proc.lock().stopped || self.shut_down.load(Ordering::Acquire) {
+                return Ok(proc.clone());
+            }
+        }
+        let mut procs = self.procs.write().unwrap_or_else(|e| e.into_inner());
+        while procs.len() <= p {
+            let proc = self.new_proc(procs.len())?;
+            procs.push(proc);
+        }
+        if procs[p].lock().stopped && !self.shut_down.load(Ordering::Acquire) {
+            procs[p] = self.new_proc(p)?;
+        }
+        Ok(procs[p].clone())
+    }
+
+    /// A fresh engine for slot `index`.
+    fn new_proc(&self, index: usize) -> io::Result<Arc<Proc>> {
+        let engine = match self.backend {
+            IoBackend::IoUring => Engine::Uring(uring::Ring::new()?),
+            IoBackend::Fallback => Engine::Poll(super::reactor::Poller::new()?),
+        };
+        let proc = Arc::new(Proc {
+            index,
+            engine,
+            state: Mutex::new(State {
+                ops: Slab::new(),
+                fds: Slab::new(),
+                wheel: Wheel::new(),
+                unflushed_seen: 0,
+                wake_armed: false,
+                woken: false,
+                pending_wakers: Vec::new(),
+                stopped: false,
+            }),
+            next_timer: AtomicU64::new(NO_TIMER),
+            parked_until: AtomicU64::new(NOT_PARKED),
+            outstanding: AtomicUsize::new(0),
+            unflushed: AtomicU32::new(0),
+            iterations: AtomicU64::new(0),
+            submit_thread: self.submit_thread.clone(),
+        });
+        if let Engine::Uring(ring) = &proc.engine {
+            // Published only: the processor's first flush (or the
+            // submission thread, for a foreign submission before that)
+            // hands it to the kernel.
+            let mut st = proc.lock();
+            ring.arm_wake(&proc, &mut st)?;
+        }
+        self.submit_thread.lock().procs.push(Arc::downgrade(&proc));
+        Ok(proc)
+    }
+
+    /// The calling thread runs processor `p` from now on.
+    pub(crate) fn register_current(&self, p: usize) {
+        match self.ensure(p) {
+            Ok(proc) => {
+                CURRENT.with(|c| {
+                    *c.borrow_mut() = Some(Current {
+                        driver: self.id,
+                        proc,
+                    })
+                });
+                coop::reset();
+            }
+            Err(e) => {
+                // Without an engine the processor still runs tasks; its I/O
+                // goes through another processor's ring, and its park
+                // falls back to a timed thread park (see `park`).
+                eprintln!("fairlane: processor {p} has no I/O engine: {e}");
+            }
+        }
+    }
+
+    /// The calling thread no longer runs a processor.
+    pub(crate) fn unregister_current(&self) {
+        CURRENT.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.as_ref().is_some_and(|c| c.driver == self.id) {
+                *c = None;
+            }
+        });
+        coop::clear();
+    }
+
+    /// The processor engine of the calling thread, if it is one of ours.
+    pub(crate) fn current(&self) -> Option<Arc<Proc>> {
+        CURRENT.with(|c| {
+            c.borrow()
+                .as_ref()
+                .filter(|c| c.driver == self.id)
+                .map(|c| c.proc.clone())
+        })
+    }
+
+    /// Where an operation started on this thread goes: the calling
+    /// processor's own engine (`true`), or for other threads one chosen
+    /// round-robin (`false`), used under its lock.
+    pub(crate) fn target(&self) -> io::Result<(Arc<Proc>, bool)> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(shut_down_error());
+        }
+        if let Some(proc) = self.current() {
+            return Ok((proc, true));
+        }
+        let procs = self.procs();
+        let n = procs.len();
+        let start = self.foreign.fetch_add(1, Ordering::Relaxed);
+        (0..n)
+            .map(|i| &procs[(start + i) % n])
+            .find(|p| !p.lock().stopped)
+            .map(|p| (p.clone(), false))
+            .ok_or_else(shut_down_error)
+    }
+
+    /// Milliseconds since the driver's epoch, rounded down.
+    pub(crate) fn now_tick(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64
+    }
+
+    /// The first tick at or after `instant`.
+    pub(crate) fn tick_at(&self, instant: Instant) -> u64 {
+        let since = instant.saturating_duration_since(self.epoch);
+        let ms = since.as_millis() as u64;
+        if since > Duration::from_millis(ms) {
+            ms + 1
+        } else {
+            ms
+        }
+    }
+
+    fn instant_of(&self, tick: u64) -> Instant {
+        self.epoch
+            .checked_add(Duration::from_millis(tick))
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
+    }
+
+    /// Host hook: top of processor `p`'s scheduling iteration.
+    #[inline]
+    pub(crate) fn poll_events(&self, p: usize) {
+        coop::reset();
+        // Borrowed from the thread-local rather than cloned: no reference
+        // count traffic on the hot path. Nothing below registers or
+        // unregisters a processor (the only mutable borrows).
+        CURRENT.with(|c| {
+            let c = c.borrow();
+            if let Some(cur) = c.as_ref().filter(|c| c.driver == self.id) {
+                debug_assert_eq!(cur.proc.index, p);
+                self.poll_own(&cur.proc);
+            }
+        });
+    }
+
+    fn poll_own(&self, proc: &Arc<Proc>) {
+        let iteration = proc.iterations.load(Ordering::Relaxed) + 1;
+        proc.iterations.store(iteration, Ordering::Relaxed);
+        let timers_due = {
+            let next = proc.next_timer.load(Ordering::Relaxed);
+            next != NO_TIMER && next <= self.now_tick()
+        };
+        let engine_due = match &proc.engine {
+            Engine::Uring(_) => {
+                proc.outstanding.load(Ordering::Relaxed) != 0
+                    || proc.unflushed.load(Ordering::Relaxed) != 0
+            }
+            // A system call: only every POLL_PERIOD iterations.
+            Engine::Poll(_) => {
+                iteration % u64::from(POLL_PERIOD) == 0
+                    && proc.outstanding.load(Ordering::Relaxed) != 0
+            }
+        };
+        if engine_due || timers_due {
+            let mut fired = Vec::new();
+            let mut st = proc.lock();
+            match &proc.engine {
+                Engine::Uring(ring) => {
+                    ring.reap(proc, &mut st, &mut fired);
+                    // Batching: flush past the threshold, or when the task
+                    // just run added nothing to what the one before it left.
+                    let unflushed = proc.unflushed.load(Ordering::Relaxed);
+                    if unflushed > FLUSH_THRESHOLD
+                        || (unflushed != 0 && unflushed == st.unflushed_seen)
+                    {
+                        proc.flush(&mut st);
+                    }
+                    st.unflushed_seen = proc.unflushed.load(Ordering::Relaxed);
+                }
+                Engine::Poll(poller) => {
+                    if engine_due {
+                        poller.poll_now(&mut st, &mut fired);
+                    }
+                }
+            }
+            if timers_due {
+                self.fire_timers(proc, &mut st, &mut fired);
+            }
+            drop(st);
+            fired.into_iter().for_each(Waker::wake);
+        }
+        if iteration % u64::from(HELP_PERIOD) == 0 {
+            self.help(proc);
+        }
+    }
+
+    /// Looks at one other processor; if its owner has not been through its
+    /// loop since the last look (it is stuck in a long poll) and it has
+    /// operations or due timers, drains it here: the tasks woken land on the
+    /// helper's lanes. The age rule of the ready queue, counted in the
+    /// helper's own scheduling iterations instead of clock ticks.
+    fn help(&self, own: &Arc<Proc>) {
+        let procs = self.procs();
+        let n = procs.len();
+        if n < 2 {
+            return;
+        }
+        // Each look checks the processor sampled at the previous look (16
+        // iterations ago) and samples the next one, chosen at random.
+        let (watched, seen, mut rng) = WATCH.with(Cell::get);
+        rng ^= rng << 13;
+        rng ^= rng >> 17;
+        rng ^= rng << 5;
+        let mut next = rng as usize % n;
+        if next == own.index {
+            next = (next + 1) % n;
+        }
+        WATCH.with(|w| w.set((next, procs[next].iterations.load(Ordering::Relaxed), rng)));
+        let Some(other) = procs.get(watched).filter(|q| q.index != own.index).cloned() else {
+            return;
+        };
+        drop(procs);
+        let stuck = other.iterations.load(Ordering::Relaxed) == seen
+            && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
+        if !stuck {
+            return;
+        }
+        let timers_due = {
+            let t = other.next_timer.load(Ordering::Relaxed);
+            t != NO_TIMER && t <= self.now_tick()
+        };
+        if other.outstanding.load(Ordering::Relaxed) == 0 && !timers_due {
+            return;
+        }
+        self.drain_other(&other);
+    }
+
+    /// Drains another processor's engine (reap, flush, due timers) if its
+    /// lock is free; the tasks woken land on the calling processor's lanes.
+    fn drain_other(&self, other: &Proc) {
+        let Ok(mut st) = other.state.try_lock() else {
+            return;
+        };
+        if st.stopped {
+            return;
+        }
+        let mut fired = Vec::new();
+        match &other.engine {
+            Engine::Uring(ring) => {
+                ring.reap(other, &mut st, &mut fired);
+                if other.unflushed.load(Ordering::Relaxed) != 0 {
+                    other.flush(&mut st);
+                }
+            }
+            Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
+        }
+        self.fire_timers(other, &mut st, &mut fired);
+        drop(st);
+        fired.into_iter().for_each(Waker::wake);
+    }
+
+    /// The other processors that are awake with operations in flight or
+    /// timers pending, and their iteration counts now: a sleeping processor
+    /// looks at them again after `WATCH_PERIOD` and helps those that have
+    /// not moved (stuck in a long poll). Nobody is watched when every other
+    /// processor sleeps, so an idle runtime sleeps without timeouts.
+    fn watch_list(&self, own: usize) -> Vec<(Arc<Proc>, u64)> {
+        self.procs()
+            .iter()
+            .filter(|q| {
+                q.index != own
+                    && q.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+                    && (q.outstanding.load(Ordering::Relaxed) != 0
+                        || q.next_timer.load(Ordering::Relaxed) != NO_TIMER)
+            })
+            .map(|q| (q.clone(), q.iterations.load(Ordering::Relaxed)))
+            .collect()
+    }
+
+    /// Host hook: processor `p` committed to sleep. Drains completions and
+    /// timers; if that woke nothing, waits on the engine until a completion,
+    /// an `unpark` or the earliest timer.
+    pub(crate) fn park(&self, p: usize) {
+        let Some(proc) = self.current().filter(|proc| proc.index == p) else {
+            // No engine for this processor (it could not be created):
+            // sleep without I/O, bounded, so that missed wake-ups of a
+            // thread park cannot happen (unpark writes nowhere).
+            std::thread::park_timeout(Duration::from_millis(10));
+            return;
+        };
+        let mut fired = Vec::new();
+        let watched = self.watch_list(p);
+        let timeout = {
+            let mut st = proc.lock();
+            self.drain_all(&proc, &mut st, &mut fired);
+            // A wake-up reaped by anyone since the last park is this park's
+            // token (the `Host::park` contract): return at once.
+            let woken = std::mem::take(&mut st.woken);
+            if woken || !fired.is_empty() {
+                drop(st);
+                fired.into_iter().for_each(Waker::wake);
+                return;
+            }
+            let until = proc.next_timer.load(Ordering::Relaxed);
+            proc.parked_until.store(until, Ordering::Relaxed);
+            let timer = if until == NO_TIMER {
+                None
+            } else {
+                Some(
+                    self.instant_of(until)
+                        .saturating_duration_since(Instant::now()),
+                )
+            };
+            if watched.is_empty() {
+                timer
+            } else {
+                Some(timer.map_or(WATCH_PERIOD, |t| t.min(WATCH_PERIOD)))
+            }
+        };
+        match &proc.engine {
+            Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
+            Engine::Poll(poller) => {
+                let mut events = Vec::new();
+                poller.wait(timeout, &mut events);
+                let mut st = proc.lock();
+                poller.dispatch(&mut st, &events, &mut fired);
+            }
+        }
+        let mut st = proc.lock();
+        proc.parked_until.store(NOT_PARKED, Ordering::Relaxed);
+        st.woken = false;
+        self.drain_all(&proc, &mut st, &mut fired);
+        drop(st);
+        fired.into_iter().for_each(Waker::wake);
+        for (other, seen) in watched {
+            if other.iterations.load(Ordering::Relaxed) == seen
+                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+            {
+                self.drain_other(&other);
+            }
+        }
+    }
+
+    /// Reaps completions, flushes submissions and fires due timers.
+    fn drain_all(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        match &proc.engine {
+            Engine::Uring(ring) => {
+                ring.reap(proc, st, fired);
+                proc.flush(st);
+                st.unflushed_seen = 0;
+            }
+            Engine::Poll(poller) => poller.poll_now(st, fired),
+        }
+        self.fire_timers(proc, st, fired);
+    }
+
+    fn fire_timers(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        if st.wheel.len() != 0 {
+            st.wheel.advance(self.now_tick(), fired);
+        }
+        proc.next_timer.store(
+            st.wheel.next_expiration().unwrap_or(NO_TIMER),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Host hook: wakes processor `p` from `park` (or makes its next `park`
+    /// return at once).
+    pub(crate) fn unpark(&self, p: usize) {
+        // On processor p's own thread the core only unparks p from inside
+        // `park` (a task woken there is pushed, and p is the sleeper the
+        // push wakes), and `park` returns right after waking its tasks: the
+        // eventfd write (and the read it completes) would be wasted.
+        let own = CURRENT.with(|c| {
+            c.borrow()
+                .as_ref()
+                .is_some_and(|c| c.driver == self.id && c.proc.index == p)
+        });
+        if own {
+            return;
+        }
+        if let Some(proc) = self.procs().get(p) {
+            proc.notify();
+        }
+    }
+
+    /// Processor `p` stops for good (runtime shutdown, or the processor is
+    /// removed): cancels every operation in flight on its engine and reaps
+    /// every completion before anything they use is freed; their futures
+    /// see `ECANCELED`, and new operations go elsewhere.
+    pub(crate) fn processor_stopped(&self, p: usize) {
+        let Some(proc) = self.procs().get(p).cloned() else {
+            return;
+        };
+        let mut fired = Vec::new();
+        {
+            let mut st = proc.lock();
+            if st.stopped {
+                return;
+            }
+            st.stopped = true;
+            match &proc.engine {
+                Engine::Uring(ring) => ring.cancel_all(&proc, &mut st, &mut fired),
+                Engine::Poll(poller) => poller.stop(&mut st, &mut fired),
+            }
+            // Timers: wake their tasks; their sleeps then see the processor
+            // stopped and re-register elsewhere (or the runtime is gone).
+            let mut all = Vec::new();
+            st.wheel.advance(u64::MAX, &mut all);
+            fired.extend(all);
+            proc.next_timer.store(NO_TIMER, Ordering::Relaxed);
+        }
+        fired.into_iter().for_each(Waker::wake);
+    }
+
+    /// Runtime shutdown: every processor stops (see `processor_stopped`).
+    pub(crate) fn shutdown(&self) {
+        self.shut_down.store(true, Ordering::Release);
+        let n = self.procs().len();
+        for p in 0..n {
+            self.processor_stopped(p);
+        }
+    }
+
+    /// Adds a timer for `tick` on the calling processor's wheel, or on one
+    /// chosen round-robin for other threads. `None`: the tick has passed.
+    pub(crate) fn add_timer(
+        &self,
+        tick: u64,
+        waker: &Waker,
+    ) -> io::Result<Option<(Arc<Proc>, TimerKey)>> {
+        let (proc, local) = self.target()?;
+        let mut st = proc.lock();
+        if st.stopped {
+            return Err(shut_down_error());
+        }
+        // Bring the wheel up to date first, so that it refuses only ticks
+        // that really passed.
+        let mut fired = Vec::new();
+        let now = self.now_tick();
+        st.wheel.advance(now, &mut fired);
+        let key = st.wheel.insert(tick, waker.clone());
+        let next = st.wheel.next_expiration().unwrap_or(NO_TIMER);
+        proc.next_timer.store(next, Ordering::Relaxed);
+        let parked_until = proc.parked_until.load(Ordering::Relaxed);
+        drop(st);
+        if !local && key.is_some() && parked_until != NOT_PARKED && tick < parked_until {
+            // The owner sleeps past this deadline: wake it to re-arm.
+            proc.notify();
+        }
+        fired.into_iter().for_each(Waker::wake);
+        Ok(key.map(|k| (proc, k)))
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        self.shutdown();
+        self.submit_thread.stop();
+    }
+}
+
+impl Proc {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
+        // Poisoning: the state's invariants hold between calls (no user code
+        // runs under the lock).
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Makes the owner's `park` return.
+    pub(crate) fn notify(&self) {
+        match &self.engine {
+            Engine::Uring(ring) => ring.notify(),
+            Engine::Poll(poller) => poller.notify(),
+        }
+    }
+
+    /// Hands the pushed submissions to the kernel (uring engine): itself
+    /// on a processor's own thread, through the submission thread on any
+    /// other (see `SubmitThread`).
+    pub(crate) fn flush(&self, st: &mut State) {
+        if let Engine::Uring(ring) = &self.engine {
+            if !is_stable_thread() {
+                self.request_submit();
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
+            } else if ring.submit().is_ok() {
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
+            }
+        }
+    }
+
+    /// Asks the submission thread to submit this ring's entries.
+    pub(crate) fn request_submit(&self) {
+        self.submit_thread.request(self.index);
+    }
+
+    /// Whether the calling thread may enter the ring to submit.
+    pub(crate) fn may_submit_here(&self) -> bool {
+        is_stable_thread()
+    }
+
+    pub(crate) fn note_unflushed(&self, n: u32) {
+        self.unflushed.fetch_add(n, Ordering::Relaxed);
+    }
+
+    pub(crate) fn unflushed(&self) -> u32 {
+        self.unflushed.load(Ordering::Relaxed)
+    }
+
+    /// Removes timer `key` (no effect if it fired).
+    pub(crate) fn cancel_timer(&self, key: TimerKey) {
+        let mut st = self.lock();
+        st.wheel.cancel(key);
+        self.next_timer.store(
+            st.wheel.next_expiration().unwrap_or(NO_TIMER),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Whether timer `key` is still pending; updates its waker if so.
+    pub(crate) fn timer_pending(&self, key: TimerKey, waker: &Waker) -> bool {
+        self.lock().wheel.set_waker(key, waker)
+    }
+}
+
+pub(crate) fn shut_down_error() -> io::Error {
+    io::Error::other("the fairlane runtime was shut down")
+}
+
+/// An eventfd, non-blocking, close-on-exec.
+pub(crate) fn eventfd() -> io::Result<OwnedFd> {
+    // SAFETY: plain system call with no pointer arguments.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` is a new descriptor nobody else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Adds one to an eventfd's counter.
+pub(crate) fn eventfd_signal(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live local; a full counter (EAGAIN)
+    // means a wake-up is pending anyway.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}

@@ -1,0 +1,101 @@
+//! The I/O engine behind [`net`](crate::net), [`fs`](crate::fs) and
+//! [`time`](crate::time): owned buffers, the backend choice, and the driver
+//! that hooks per-processor rings (or pollers) into the scheduler.
+//!
+//! # Backends
+//! [`IoBackend::IoUring`] gives each processor its own io_uring instance;
+//! [`IoBackend::Fallback`] gives each processor an epoll poller for sockets
+//! and runs file operations on the blocking pool. The backend is chosen when
+//! the runtime is built: [`Builder::io_backend`](crate::Builder::io_backend)
+//! if set, else the environment variable `FAIRLANE_IO_BACKEND`
+//! (`io_uring` or `fallback`), else io_uring if the kernel allows it and
+//! supports every opcode fairlane uses. One line on standard error says
+//! which backend is active (once per process and backend), and
+//! [`Runtime::io_backend`](crate::Runtime::io_backend) tells.
+
+mod buf;
+pub(crate) mod coop;
+pub(crate) mod driver;
+pub(crate) mod reactor;
+pub(crate) mod uring;
+
+use std::fmt;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+pub(crate) use self::buf::init_slice;
+pub use self::buf::{IoBuf, IoBufMut};
+
+/// Which engine performs a runtime's I/O.
+///
+/// # Example
+/// ```
+/// use fairlane::io::IoBackend;
+/// let rt = fairlane::Runtime::builder().processors(1).io_backend(IoBackend::Fallback).build()?;
+/// assert_eq!(rt.io_backend(), IoBackend::Fallback);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum IoBackend {
+    /// One io_uring instance per processor: completion-based I/O for sockets
+    /// and files.
+    IoUring,
+    /// A readiness reactor (epoll) per processor for sockets, the blocking
+    /// pool for files: works where io_uring is unavailable or blocked.
+    Fallback,
+}
+
+impl fmt::Display for IoBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            IoBackend::IoUring => "io_uring",
+            IoBackend::Fallback => "fallback",
+        })
+    }
+}
+
+/// The environment variable that forces a backend.
+pub(crate) const ENV_VAR: &str = "FAIRLANE_IO_BACKEND";
+
+/// Picks the backend: `forced` (the builder), else the environment
+/// variable, else io_uring where it works. Logs the choice once per process.
+pub(crate) fn select(forced: Option<IoBackend>) -> io::Result<IoBackend> {
+    let requested = match forced {
+        Some(b) => Some(b),
+        None => match std::env::var(ENV_VAR) {
+            Ok(v) => match v.trim() {
+                "io_uring" | "io-uring" | "iouring" => Some(IoBackend::IoUring),
+                "fallback" => Some(IoBackend::Fallback),
+                "" => None,
+                other => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        format!("invalid {ENV_VAR}={other:?}: use \"io_uring\" or \"fallback\""),
+                    ))
+                }
+            },
+            Err(_) => None,
+        },
+    };
+    let (backend, why) = match requested {
+        Some(IoBackend::IoUring) => {
+            uring::Ring::probe().map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("the io_uring I/O backend was requested but is unavailable: {e}"),
+                )
+            })?;
+            (IoBackend::IoUring, "requested".to_string())
+        }
+        Some(IoBackend::Fallback) => (IoBackend::Fallback, "requested".to_string()),
+        None => match uring::Ring::probe() {
+            Ok(()) => (IoBackend::IoUring, "probed".to_string()),
+            Err(e) => (IoBackend::Fallback, format!("io_uring unavailable: {e}")),
+        },
+    };
+    static LOGGED: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
+    if !LOGGED[backend as usize].swap(true, Ordering::Relaxed) {
+        eprintln!("fairlane: I/O backend: {backend} ({why})");
+    }
+    Ok(backend)
+}

@@ -1,0 +1,274 @@
+//! The fallback engine: a readiness poller (epoll, through the `polling`
+//! crate) per processor, for sockets. Files use the blocking pool instead.
+//!
+//! A socket registers once, edge-triggered for both directions, with the
+//! poller of the processor that created it (or one chosen round-robin). Its
+//! [`FdState`] counts readiness events per direction; an operation reads the
+//! count, tries the non-blocking system call, and on `WouldBlock` waits only
+//! if no event arrived since it read the count (an edge that came in between
+//! would otherwise be lost).
+
+use std::io;
+use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use polling::{Event, Events, PollMode};
+
+use super::coop;
+use super::driver::{eventfd, shut_down_error, Driver, Engine, Proc, State};
+
+/// Poller key of the wake-up eventfd.
+const WAKE_KEY: usize = usize::MAX - 1;
+
+/// A processor's poller and its wake-up eventfd.
+pub(crate) struct Poller {
+    poller: polling::Poller,
+    wake_fd: OwnedFd,
+    events: Mutex<Events>,
+}
+
+/// The direction an operation waits for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Direction {
+    Read = 0,
+    Write = 1,
+}
+
+/// Readiness of one registered descriptor.
+pub(crate) struct FdState {
+    inner: Mutex<FdInner>,
+}
+
+struct FdInner {
+    /// Readiness events seen, per direction.
+    ticks: [u64; 2],
+    /// Tasks waiting per direction: several tasks may share a socket (two
+    /// acceptors on one listener), so every one of them is kept.
+    wakers: [Vec<Waker>; 2],
+    /// The processor stopped: nothing will report readiness any more.
+    stopped: bool,
+}
+
+impl FdState {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FdInner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn ready(&self, read: bool, write: bool, fired: &mut Vec<Waker>) {
+        let mut inner = self.lock();
+        for (dir, hit) in [(0, read), (1, write)] {
+            if hit {
+                inner.ticks[dir] += 1;
+                fired.append(&mut inner.wakers[dir]);
+            }
+        }
+    }
+}
+
+impl Poller {
+    pub(crate) fn new() -> io::Result<Poller> {
+        let poller = polling::Poller::new()?;
+        let wake_fd = eventfd()?;
+        // SAFETY: the eventfd is deleted from the poller (by the poller's
+        // drop, which closes the epoll instance) no later than it is closed:
+        // both live in this struct, and `poller` is declared first, so it
+        // drops first.
+        unsafe {
+            poller.add_with_mode(
+                std::os::fd::AsRawFd::as_raw_fd(&wake_fd),
+                Event::readable(WAKE_KEY),
+                PollMode::Level,
+            )?;
+        }
+        Ok(Poller {
+            poller,
+            wake_fd,
+            events: Mutex::new(Events::new()),
+        })
+    }
+
+    pub(crate) fn notify(&self) {
+        super::driver::eventfd_signal(std::os::fd::AsRawFd::as_raw_fd(&self.wake_fd));
+    }
+
+    /// Polls without waiting and dispatches what is ready. Skipped if another
+    /// thread is polling this poller right now.
+    pub(crate) fn poll_now(&self, st: &mut State, fired: &mut Vec<Waker>) {
+        let Ok(mut events) = self.events.try_lock() else {
+            return;
+        };
+        events.clear();
+        if self.poller.wait(&mut events, Some(Duration::ZERO)).is_ok() {
+            let list: Vec<(usize, bool, bool)> = events
+                .iter()
+                .map(|e| (e.key, e.readable, e.writable))
+                .collect();
+            drop(events);
+            self.dispatch(st, &list, fired);
+        }
+    }
+
+    /// Waits for readiness, a wake-up or `timeout`; collects the events.
+    pub(crate) fn wait(&self, timeout: Option<Duration>, out: &mut Vec<(usize, bool, bool)>) {
+        let mut events = self.events.lock().unwrap_or_else(|e| e.into_inner());
+        events.clear();
+        if self.poller.wait(&mut events, timeout).is_ok() {
+            out.extend(events.iter().map(|e| (e.key, e.readable, e.writable)));
+        }
+    }
+
+    /// Hands collected events to their descriptors.
+    pub(crate) fn dispatch(
+        &self,
+        st: &mut State,
+        events: &[(usize, bool, bool)],
+        fired: &mut Vec<Waker>,
+    ) {
+        for &(key, read, write) in events {
+            if key == WAKE_KEY {
+                let mut buf = 0u64;
+                // SAFETY: reads 8 bytes into a live local; the eventfd is
+                // non-blocking, so an empty counter just fails.
+                unsafe {
+                    libc::read(
+                        std::os::fd::AsRawFd::as_raw_fd(&self.wake_fd),
+                        (&mut buf as *mut u64).cast(),
+                        8,
+                    )
+                };
+                st.woken = true;
+            } else if let Some(fd) = st.fds.get(key) {
+                fd.ready(read, write, fired);
+            }
+        }
+    }
+
+    /// Stopping: every waiter is woken and sees the processor stopped.
+    pub(crate) fn stop(&self, st: &mut State, fired: &mut Vec<Waker>) {
+        for (_, fd) in st.fds.iter() {
+            let mut inner = fd.lock();
+            inner.stopped = true;
+            for wakers in &mut inner.wakers {
+                fired.append(wakers);
+            }
+        }
+    }
+}
+
+/// A descriptor registered with a processor's poller. Must be dropped
+/// before the descriptor is closed.
+pub(crate) struct Registration {
+    proc: Arc<Proc>,
+    key: usize,
+    fd: RawFd,
+    state: Arc<FdState>,
+}
+
+impl Registration {
+    /// Registers the non-blocking descriptor `fd`, which must stay open
+    /// until the registration is dropped.
+    pub(crate) fn new(driver: &Driver, fd: RawFd) -> io::Result<Registration> {
+        let (proc, _) = driver.target()?;
+        let Engine::Poll(poller) = &proc.engine else {
+            return Err(io::Error::other("not a fallback runtime"));
+        };
+        let state = Arc::new(FdState {
+            inner: Mutex::new(FdInner {
+                ticks: [0; 2],
+                wakers: [Vec::new(), Vec::new()],
+                stopped: false,
+            }),
+        });
+        let mut st = proc.lock();
+        if st.stopped {
+            return Err(shut_down_error());
+        }
+        let key = st.fds.insert(state.clone());
+        // SAFETY: the caller keeps `fd` open until this registration drops,
+        // and the drop deletes it from the poller first.
+        let added = unsafe {
+            poller
+                .poller
+                .add_with_mode(fd, Event::all(key), PollMode::Edge)
+        };
+        if let Err(e) = added {
+            st.fds.remove(key);
+            return Err(e);
+        }
+        proc.outstanding.fetch_add(1, Ordering::Relaxed);
+        drop(st);
+        Ok(Registration {
+            proc,
+            key,
+            fd,
+            state,
+        })
+    }
+
+    /// Runs the non-blocking `attempt` until it does not return
+    /// `WouldBlock`; in between, waits for readiness in `dir`.
+    pub(crate) fn poll_io<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
+        mut attempt: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        std::task::ready!(coop::poll_proceed(cx));
+        let d = dir as usize;
+        loop {
+            let tick = {
+                let inner = self.state.lock();
+                if inner.stopped {
+                    return Poll::Ready(Err(shut_down_error()));
+                }
+                inner.ticks[d]
+            };
+            match attempt() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let mut inner = self.state.lock();
+                    if inner.ticks[d] != tick {
+                        continue; // readiness arrived meanwhile: try again
+                    }
+                    // A dropped waiter's waker stays until the next event,
+                    // which wakes it for nothing: harmless.
+                    if !inner.wakers[d].iter().any(|w| w.will_wake(cx.waker())) {
+                        inner.wakers[d].push(cx.waker().clone());
+                    }
+                    return Poll::Pending;
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                result => {
+                    coop::spend();
+                    return Poll::Ready(result);
+                }
+            }
+        }
+    }
+
+    /// [`poll_io`](Self::poll_io) as a future.
+    pub(crate) async fn io<R>(
+        &self,
+        dir: Direction,
+        mut attempt: impl FnMut() -> io::Result<R>,
+    ) -> io::Result<R> {
+        std::future::poll_fn(|cx| self.poll_io(cx, dir, &mut attempt)).await
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        let Engine::Poll(poller) = &self.proc.engine else {
+            return;
+        };
+        let mut st = self.proc.lock();
+        st.fds.remove(self.key);
+        // SAFETY: the owner of `fd` drops this registration before closing
+        // it, so `fd` is open here.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let _ = poller.poller.delete(fd);
+        self.proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+    }
+}

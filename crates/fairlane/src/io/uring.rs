@@ -1,0 +1,494 @@
+//! The io_uring engine: a processor's ring, its submission and completion
+//! paths, and [`Op`], the future of one operation with owned resources.
+//!
+//! Why this is safe (the full argument is in `driver.md`):
+//! - every access to the ring's queues happens under the processor's lock,
+//!   which is what the crate's `submission_shared`/`completion_shared`
+//!   require;
+//! - an operation's resources (buffers, addresses, paths) live in its `Op`
+//!   until the completion arrives; a dropped `Op` moves them into the slab
+//!   (`OpSlot::Abandoned`), where the completion frees them;
+//! - stopping a processor cancels and reaps every operation before its ring
+//!   or anything it points to is freed, and leaks (never frees) what it
+//!   could not reap.
+
+use std::any::Any;
+use std::cell::UnsafeCell;
+use std::future::Future;
+use std::io;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use io_uring::{opcode, squeue, types, IoUring};
+
+use super::coop;
+use super::driver::{eventfd, eventfd_signal, shut_down_error, Driver, Engine, Proc, State};
+
+/// `user_data` of the read on the wake-up eventfd.
+const WAKE: u64 = u64::MAX;
+/// `user_data` of cancellation requests (their completions are ignored).
+const CANCEL: u64 = u64::MAX - 1;
+/// Entries of each ring's submission queue.
+const ENTRIES: u32 = 256;
+/// How long stopping a processor waits for cancelled operations.
+const STOP_PATIENCE: Duration = Duration::from_secs(5);
+
+/// One operation as the slab sees it.
+pub(crate) enum OpSlot {
+    /// In flight; the waker of the task awaiting it.
+    Waiting(Option<Waker>),
+    /// Completed with this result; its `Op` has not looked yet.
+    Done(i32),
+    /// In flight, its future dropped: the resources the kernel may still use,
+    /// freed when the completion arrives; `true` if a successful result is a
+    /// new file descriptor that must be closed.
+    Abandoned(#[allow(dead_code)] Box<dyn Any + Send>, bool),
+}
+
+/// A processor's io_uring instance and its wake-up eventfd.
+pub(crate) struct Ring {
+    ring: IoUring,
+    wake_fd: OwnedFd,
+    /// Where the eventfd read lands; written by the kernel only. Leaked
+    /// instead of freed if the read could not be reaped (`leak_wake`).
+    wake_buf: ManuallyDrop<Box<UnsafeCell<u64>>>,
+    leak_wake: AtomicBool,
+}
+
+impl Drop for Ring {
+    fn drop(&mut self) {
+        if !self.leak_wake.load(Ordering::Relaxed) {
+            // SAFETY: dropped once, here; the read that used it was reaped
+            // (or never submitted), so the kernel no longer writes it.
+            unsafe { ManuallyDrop::drop(&mut self.wake_buf) };
+        }
+    }
+}
+
+// SAFETY: the ring's queues are touched only under the owning processor's
+// lock (see the module comment), `wake_buf` only by the kernel, and the
+// submitter side (`io_uring_enter`) is thread-safe in the kernel.
+unsafe impl Sync for Ring {}
+// SAFETY: as above; nothing in `Ring` is tied to a thread.
+unsafe impl Send for Ring {}
+
+impl Ring {
+    pub(crate) fn new() -> io::Result<Ring> {
+        // Neither SINGLE_ISSUER nor DEFER_TASKRUN: threads that are not the
+        // owner submit (foreign threads) and reap (helpers), see driver.md.
+        let ring = IoUring::builder().build(ENTRIES)?;
+        Ok(Ring {
+            ring,
+            wake_fd: eventfd()?,
+            wake_buf: ManuallyDrop::new(Box::new(UnsafeCell::new(0))),
+            leak_wake: AtomicBool::new(false),
+        })
+    }
+
+    /// Checks that the kernel supports every opcode fairlane uses; the
+    /// error names the first missing one.
+    pub(crate) fn probe() -> io::Result<()> {
+        let ring = IoUring::new(4)?;
+        let mut probe = io_uring::Probe::new();
+        ring.submitter().register_probe(&mut probe)?;
+        let needed = [
+            (opcode::Read::CODE, "READ"),
+            (opcode::Write::CODE, "WRITE"),
+            (opcode::Recv::CODE, "RECV"),
+            (opcode::Send::CODE, "SEND"),
+            (opcode::RecvMsg::CODE, "RECVMSG"),
+            (opcode::SendMsg::CODE, "SENDMSG"),
+            (opcode::Accept::CODE, "ACCEPT"),
+            (opcode::Connect::CODE, "CONNECT"),
+            (opcode::AsyncCancel::CODE, "ASYNC_CANCEL"),
+            (opcode::OpenAt::CODE, "OPENAT"),
+            (opcode::Fsync::CODE, "FSYNC"),
+            (opcode::Statx::CODE, "STATX"),
+            (opcode::UnlinkAt::CODE, "UNLINKAT"),
+            (opcode::Shutdown::CODE, "SHUTDOWN"),
+        ];
+        for (code, name) in needed {
+            if !probe.is_supported(code) {
+                return Err(io::Error::new(
+                    io::ErrorKind::Unsupported,
+                    format!("io_uring opcode {name} is not supported by this kernel"),
+                ));
+            }
+        }
+        if !ring.params().is_feature_ext_arg() {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "io_uring lacks IORING_FEAT_EXT_ARG (waiting with a timeout)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Puts the read of the wake-up eventfd in flight (not yet flushed).
+    pub(crate) fn arm_wake(&self, proc: &Proc, st: &mut State) -> io::Result<()> {
+        let entry = opcode::Read::new(
+            types::Fd(self.wake_fd.as_raw_fd()),
+            self.wake_buf.get().cast(),
+            8,
+        )
+        .build()
+        .user_data(WAKE);
+        let mut fired = Vec::new();
+        self.push(proc, st, &entry, &mut fired)?;
+        // Wakers reaped while making room wait in the state for the next
+        // reap, which hands them to its caller.
+        st.wake_armed = true;
+        st.pending_wakers.extend(fired);
+        Ok(())
+    }
+
+    /// Makes the owner's wait return: the armed eventfd read completes.
+    pub(crate) fn notify(&self) {
+        eventfd_signal(self.wake_fd.as_raw_fd());
+    }
+
+    /// Hands the published submissions to the kernel.
+    pub(crate) fn submit(&self) -> io::Result<usize> {
+        self.ring.submit()
+    }
+
+    /// Pushes one entry, making room by flushing (and, when the completion
+    /// queue is backed up, reaping) if the queue is full. Caller holds the
+    /// lock `st` came from.
+    pub(crate) fn push(
+        &self,
+        proc: &Proc,
+        st: &mut State,
+        entry: &squeue::Entry,
+        fired: &mut Vec<Waker>,
+    ) -> io::Result<()> {
+        for attempt in 0..4 {
+            {
+                // SAFETY: the processor's lock is held (`st` borrows from
+                // its guard), so no other SubmissionQueue of this ring
+                // exists.
+                let mut sq = unsafe { self.ring.submission_shared() };
+                if !sq.is_full() {
+                    // SAFETY: every pointer in `entry` points into memory
+                    // that its `Op` (or the slab, or this `Ring`) keeps alive
+                    // until the completion is reaped.
+                    unsafe { sq.push(entry) }.map_err(|_| io::Error::other("sq full"))?;
+                    drop(sq);
+                    proc.note_unflushed(1);
+                    return Ok(());
+                }
+            }
+            if attempt > 0 {
+                self.reap(proc, st, fired);
+            }
+            if proc.may_submit_here() {
+                let _ = self.ring.submit();
+            } else {
+                // The submission thread submits without our lock: wait a
+                // little for room.
+                proc.request_submit();
+                for _ in 0..200 {
+                    // SAFETY: as above, the lock is held.
+                    if !unsafe { self.ring.submission_shared() }.is_full() {
+                        break;
+                    }
+                    std::thread::sleep(Duration::from_micros(50));
+                }
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            "io_uring submission queue stays full",
+        ))
+    }
+
+    /// Moves every completion out of the queue: results into their slots,
+    /// wakers onto `fired`, abandoned resources freed.
+    pub(crate) fn reap(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        let mut rearm = false;
+        {
+            // SAFETY: the processor's lock is held, so no other
+            // CompletionQueue of this ring exists.
+            let mut cq = unsafe { self.ring.completion_shared() };
+            if cq.is_empty() {
+                fired.append(&mut st.pending_wakers);
+                return;
+            }
+            for cqe in &mut cq {
+                match cqe.user_data() {
+                    WAKE => {
+                        st.wake_armed = false;
+                        st.woken = true;
+                        rearm = !st.stopped;
+                    }
+                    CANCEL => {}
+                    key => complete(proc, st, key as usize, cqe.result(), fired),
+                }
+            }
+        }
+        if rearm {
+            // A failure leaves the ring without wake-ups from `unpark`;
+            // completions and timers still end the wait, and the next reap
+            // tries again.
+            let _ = self.arm_wake(proc, st);
+        }
+        fired.append(&mut st.pending_wakers);
+    }
+
+    /// Waits (without the lock) for a completion, for at most `timeout`;
+    /// on a processor's own thread it submits what is published as well
+    /// (elsewhere `flush` asked the submission thread to).
+    pub(crate) fn wait(&self, timeout: Option<Duration>, submit: bool) {
+        let submitter = self.ring.submitter();
+        let ts = timeout.map(types::Timespec::from);
+        let result = match (&ts, submit) {
+            (None, true) => submitter.submit_and_wait(1),
+            (Some(ts), true) => {
+                submitter.submit_with_args(1, &types::SubmitArgs::new().timespec(ts))
+            }
+            (ts, false) => {
+                let args = match ts {
+                    Some(ts) => types::SubmitArgs::new().timespec(ts),
+                    None => types::SubmitArgs::new(),
+                };
+                let flags = io_uring::EnterFlags::GETEVENTS | io_uring::EnterFlags::EXT_ARG;
+                // SAFETY: `io_uring_enter` with nothing to submit, waiting
+                // for one completion; `args` is the extended argument the
+                // crate's own `submit_with_args` passes, alive for the call.
+                unsafe { submitter.enter(0, 1, flags.bits(), Some(&args)) }
+            }
+        };
+        if let Err(e) = result {
+            match e.raw_os_error() {
+                Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
+                _ => {
+                    // Unexpected: do not spin on a broken ring.
+                    std::thread::sleep(
+                        timeout
+                            .unwrap_or(Duration::from_millis(10))
+                            .min(Duration::from_millis(10)),
+                    );
+                }
+            }
+        }
+    }
+
+    /// Stopping: cancels everything in flight and reaps until nothing is
+    /// (bounded by `STOP_PATIENCE`); leaks what stays in flight after that.
+    pub(crate) fn cancel_all(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        let keys: Vec<u64> = st
+            .ops
+            .iter()
+            .filter(|(_, s)| !matches!(s, OpSlot::Done(_)))
+            .map(|(k, _)| k as u64)
+            .chain(st.wake_armed.then_some(WAKE))
+            .collect();
+        for key in keys {
+            let cancel = opcode::AsyncCancel::new(key).build().user_data(CANCEL);
+            let _ = self.push(proc, st, &cancel, fired);
+        }
+        let deadline = Instant::now() + STOP_PATIENCE;
+        loop {
+            let in_flight =
+                st.wake_armed || st.ops.iter().any(|(_, s)| !matches!(s, OpSlot::Done(_)));
+            if !in_flight {
+                break;
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                // Never free what the kernel may still write: leak it.
+                for (_, slot) in st.ops.iter_mut() {
+                    if let OpSlot::Abandoned(..) = slot {
+                        let OpSlot::Abandoned(data, _) =
+                            std::mem::replace(slot, OpSlot::Done(-libc::ECANCELED))
+                        else {
+                            unreachable!()
+                        };
+                        std::mem::forget(data);
+                    }
+                }
+                self.leak_wake.store(st.wake_armed, Ordering::Relaxed);
+                break;
+            }
+            self.wait(
+                Some((deadline - now).min(Duration::from_millis(100))),
+                proc.may_submit_here(),
+            );
+            self.reap(proc, st, fired);
+        }
+        proc.flush(st);
+    }
+}
+
+/// Records completion `result` of operation `key`.
+fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Vec<Waker>) {
+    let Some(slot) = st.ops.get_mut(key) else {
+        return;
+    };
+    match slot {
+        OpSlot::Waiting(waker) => {
+            if let Some(w) = waker.take() {
+                fired.push(w);
+            }
+            *slot = OpSlot::Done(result);
+            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+        }
+        OpSlot::Abandoned(_, closes_fd) => {
+            if *closes_fd && result >= 0 {
+                // SAFETY: the operation produced this descriptor and its
+                // future is gone: nobody else owns it.
+                unsafe { libc::close(result) };
+            }
+            // Frees the resources: the kernel is done with them.
+            st.ops.remove(key);
+            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+        }
+        OpSlot::Done(_) => {}
+    }
+}
+
+/// The future of one io_uring operation. `T` owns everything the
+/// submission entry points to; those pointers must be into heap memory
+/// owned by `T` (moving `T` must not move it).
+pub(crate) struct Op<T: Send + 'static> {
+    proc: Arc<Proc>,
+    key: usize,
+    data: Option<T>,
+    fd_result: bool,
+}
+
+impl<T: Send + 'static> Op<T> {
+    /// Submits the entry `build` makes from `data` (its `user_data` is
+    /// set here). `fd_result`: a successful result is a new descriptor.
+    /// On failure `data` comes back with the error.
+    pub(crate) fn submit(
+        driver: &Driver,
+        mut data: T,
+        fd_result: bool,
+        build: impl FnOnce(&mut T) -> squeue::Entry,
+    ) -> Result<Op<T>, (io::Error, T)> {
+        let (proc, local) = match driver.target() {
+            Ok(t) => t,
+            Err(e) => return Err((e, data)),
+        };
+        let Engine::Uring(ring) = &proc.engine else {
+            return Err((io::Error::other("not an io_uring runtime"), data));
+        };
+        let entry = build(&mut data);
+        let mut fired = Vec::new();
+        let mut st = proc.lock();
+        if st.stopped {
+            return Err((shut_down_error(), data));
+        }
+        let key = st.ops.insert(OpSlot::Waiting(None));
+        let entry = entry.user_data(key as u64);
+        if let Err(e) = ring.push(&proc, &mut st, &entry, &mut fired) {
+            st.ops.remove(key);
+            drop(st);
+            fired.into_iter().for_each(Waker::wake);
+            return Err((e, data));
+        }
+        proc.outstanding.fetch_add(1, Ordering::Relaxed);
+        // A thread that is not this ring's processor has no loop that would
+        // flush its batch later: submit now. On the processor, flush when
+        // the batch is large (the other flush points are in the driver).
+        if !local || proc.unflushed() > super::driver::FLUSH_THRESHOLD {
+            proc.flush(&mut st);
+        }
+        drop(st);
+        fired.into_iter().for_each(Waker::wake);
+        Ok(Op {
+            proc,
+            key,
+            data: Some(data),
+            fd_result,
+        })
+    }
+}
+
+// `data` is never pinned: the kernel sees only heap memory it owns.
+impl<T: Send + 'static> Unpin for Op<T> {}
+
+impl<T: Send + 'static> Future for Op<T> {
+    /// The kernel's result (a count, a descriptor) or its error, and the
+    /// resources back.
+    type Output = (io::Result<u32>, T);
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.get_mut();
+        if this.data.is_none() {
+            panic!("a fairlane I/O operation was polled after it completed");
+        }
+        std::task::ready!(coop::poll_proceed(cx));
+        let mut st = this.proc.lock();
+        let result = match st.ops.get_mut(this.key) {
+            Some(OpSlot::Done(result)) => *result,
+            Some(OpSlot::Waiting(waker)) => {
+                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                    *waker = Some(cx.waker().clone());
+                }
+                return Poll::Pending;
+            }
+            _ => unreachable!("an Op's slot is Waiting or Done while the Op lives"),
+        };
+        st.ops.remove(this.key);
+        drop(st);
+        coop::spend();
+        let data = this.data.take().expect("checked above");
+        let result = if result < 0 {
+            Err(io::Error::from_raw_os_error(-result))
+        } else {
+            Ok(result as u32)
+        };
+        Poll::Ready((result, data))
+    }
+}
+
+impl<T: Send + 'static> Drop for Op<T> {
+    fn drop(&mut self) {
+        let Some(data) = self.data.take() else { return };
+        let Engine::Uring(ring) = &self.proc.engine else {
+            return;
+        };
+        let mut fired = Vec::new();
+        let mut st = self.proc.lock();
+        let stopped = st.stopped;
+        let Some(slot) = st.ops.get_mut(self.key) else {
+            return;
+        };
+        match slot {
+            OpSlot::Done(result) => {
+                if self.fd_result && *result >= 0 {
+                    // SAFETY: a descriptor produced for this dropped
+                    // operation; nobody else owns it.
+                    unsafe { libc::close(*result) };
+                }
+                st.ops.remove(self.key);
+            }
+            OpSlot::Waiting(_) if stopped => {
+                // The processor stopped without reaping this operation (it
+                // gave up waiting): the kernel may still write, so leak.
+                std::mem::forget(data);
+            }
+            OpSlot::Waiting(_) => {
+                *slot = OpSlot::Abandoned(Box::new(data), self.fd_result);
+                let cancel = opcode::AsyncCancel::new(self.key as u64)
+                    .build()
+                    .user_data(CANCEL);
+                // Submitted at once: the entry being cancelled may still sit
+                // unsubmitted in the queue, naming a descriptor its owner is
+                // about to close (and the number could be reused).
+                let _ = ring.push(&self.proc, &mut st, &cancel, &mut fired);
+                self.proc.flush(&mut st);
+            }
+            OpSlot::Abandoned(..) => {}
+        }
+        drop(st);
+        fired.into_iter().for_each(Waker::wake);
+    }
+}

@@ -1,0 +1,612 @@
+//! The socket under every `net` type: a descriptor, the runtime's driver,
+//! and (fallback backend) its poller registration; every operation in both
+//! backends' forms.
+//!
+//! io_uring sockets stay in blocking mode (the ring makes them
+//! asynchronous, and a non-blocking descriptor would make some operations
+//! fail with `EAGAIN` instead of waiting); fallback sockets are
+//! non-blocking and wait for readiness.
+
+use std::io;
+use std::mem::{size_of, zeroed};
+use std::net::{SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use io_uring::{opcode, types};
+
+use crate::io::driver::Driver;
+use crate::io::reactor::{Direction, Registration};
+use crate::io::uring::Op;
+use crate::io::{IoBackend, IoBuf, IoBufMut};
+
+/// The driver of the runtime this thread is in.
+pub(crate) fn current_driver() -> io::Result<Arc<Driver>> {
+    crate::runtime::context::with_current(|h| h.io_driver().clone()).ok_or_else(|| {
+        io::Error::other(
+            "fairlane I/O must be started inside a fairlane runtime (a task or Runtime::block_on)",
+        )
+    })
+}
+
+/// Converts a `-1`-on-error system call result.
+pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r)
+    }
+}
+
+fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
+    if r < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// A socket address in the kernel's form, boxed so that its address is
+/// stable while an operation uses it.
+pub(crate) struct SockAddrBuf {
+    pub(crate) storage: libc::sockaddr_storage,
+    pub(crate) len: libc::socklen_t,
+}
+
+impl SockAddrBuf {
+    pub(crate) fn empty() -> Box<SockAddrBuf> {
+        Box::new(SockAddrBuf {
+            // SAFETY: all-zero bytes are a valid `sockaddr_storage`.
+            storage: unsafe { zeroed() },
+            len: size_of::<libc::sockaddr_storage>() as libc::socklen_t,
+        })
+    }
+
+    pub(crate) fn from_addr(addr: &SocketAddr) -> Box<SockAddrBuf> {
+        let mut buf = Self::empty();
+        match addr {
+            SocketAddr::V4(a) => {
+                let sin = libc::sockaddr_in {
+                    sin_family: libc::AF_INET as libc::sa_family_t,
+                    sin_port: a.port().to_be(),
+                    sin_addr: libc::in_addr {
+                        s_addr: u32::from_ne_bytes(a.ip().octets()),
+                    },
+                    sin_zero: [0; 8],
+                };
+                // SAFETY: `sockaddr_storage` is larger than and aligned for
+                // `sockaddr_in`.
+                unsafe {
+                    std::ptr::write(&mut buf.storage as *mut _ as *mut libc::sockaddr_in, sin)
+                };
+                buf.len = size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            }
+            SocketAddr::V6(a) => {
+                let sin6 = libc::sockaddr_in6 {
+                    sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                    sin6_port: a.port().to_be(),
+                    sin6_flowinfo: a.flowinfo(),
+                    sin6_addr: libc::in6_addr {
+                        s6_addr: a.ip().octets(),
+                    },
+                    sin6_scope_id: a.scope_id(),
+                };
+                // SAFETY: `sockaddr_storage` is larger than and aligned for
+                // `sockaddr_in6`.
+                unsafe {
+                    std::ptr::write(&mut buf.storage as *mut _ as *mut libc::sockaddr_in6, sin6)
+                };
+                buf.len = size_of::<libc::sockaddr_in6>() as libc::socklen_t;
+            }
+        }
+        buf
+    }
+
+    /// A Unix-domain address for `path` (not an abstract name).
+    pub(crate) fn from_path(path: &std::path::Path) -> io::Result<Box<SockAddrBuf>> {
+        use std::os::unix::ffi::OsStrExt;
+        let bytes = path.as_os_str().as_bytes();
+        let mut buf = Self::empty();
+        // SAFETY: `sockaddr_storage` is larger than and aligned for
+        // `sockaddr_un`; zeroed bytes are a valid one.
+        let sun = unsafe { &mut *(&mut buf.storage as *mut _ as *mut libc::sockaddr_un) };
+        if bytes.is_empty() || bytes.len() >= sun.sun_path.len() || bytes.contains(&0) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "a Unix socket path must be non-empty, shorter than 108 bytes, without NUL",
+            ));
+        }
+        sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        for (dst, &src) in sun.sun_path.iter_mut().zip(bytes) {
+            *dst = src as libc::c_char;
+        }
+        buf.len = (size_of::<libc::sa_family_t>() + bytes.len() + 1) as libc::socklen_t;
+        Ok(buf)
+    }
+
+    pub(crate) fn to_addr(&self) -> io::Result<SocketAddr> {
+        match i32::from(self.storage.ss_family) {
+            libc::AF_INET => {
+                // SAFETY: the family says the storage holds a `sockaddr_in`.
+                let sin = unsafe { &*(&self.storage as *const _ as *const libc::sockaddr_in) };
+                Ok(SocketAddr::V4(SocketAddrV4::new(
+                    sin.sin_addr.s_addr.to_ne_bytes().into(),
+                    u16::from_be(sin.sin_port),
+                )))
+            }
+            libc::AF_INET6 => {
+                // SAFETY: the family says the storage holds a `sockaddr_in6`.
+                let sin6 = unsafe { &*(&self.storage as *const _ as *const libc::sockaddr_in6) };
+                Ok(SocketAddr::V6(SocketAddrV6::new(
+                    sin6.sin6_addr.s6_addr.into(),
+                    u16::from_be(sin6.sin6_port),
+                    sin6.sin6_flowinfo,
+                    sin6.sin6_scope_id,
+                )))
+            }
+            _ => Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the peer's address is not an IP address",
+            )),
+        }
+    }
+}
+
+/// A message header for `sendmsg`/`recvmsg`, boxed with its address and
+/// buffer descriptor so that the kernel's pointers stay valid.
+struct MsgBox {
+    hdr: libc::msghdr,
+    iov: libc::iovec,
+    addr: SockAddrBuf,
+}
+
+// SAFETY: the raw pointers in `hdr` and `iov` point into this same box and
+// into the operation's buffer, which travel together; only the kernel
+// dereferences them.
+unsafe impl Send for MsgBox {}
+
+impl MsgBox {
+    fn new(addr: SockAddrBuf, ptr: *mut u8, len: usize) -> Box<MsgBox> {
+        let mut m = Box::new(MsgBox {
+            // SAFETY: all-zero bytes are a valid `msghdr`.
+            hdr: unsafe { zeroed() },
+            iov: libc::iovec {
+                iov_base: ptr.cast(),
+                iov_len: len,
+            },
+            addr,
+        });
+        m.hdr.msg_name = (&mut m.addr.storage as *mut libc::sockaddr_storage).cast();
+        m.hdr.msg_namelen = m.addr.len;
+        m.hdr.msg_iov = &mut m.iov;
+        m.hdr.msg_iovlen = 1;
+        m
+    }
+}
+
+/// A socket of a fairlane runtime.
+pub(crate) struct Socket {
+    /// Declared before `fd`: it must be dropped (deleted from the poller)
+    /// before the descriptor closes.
+    reg: Option<Registration>,
+    fd: OwnedFd,
+    driver: Arc<Driver>,
+}
+
+impl Socket {
+    /// Adopts `fd` for the current runtime's backend.
+    pub(crate) fn from_fd(fd: OwnedFd) -> io::Result<Socket> {
+        let driver = current_driver()?;
+        let fallback = driver.backend() == IoBackend::Fallback;
+        set_nonblocking(fd.as_raw_fd(), fallback)?;
+        let reg = if fallback {
+            Some(Registration::new(&driver, fd.as_raw_fd())?)
+        } else {
+            None
+        };
+        Ok(Socket { reg, fd, driver })
+    }
+
+    /// A new socket of `domain` and `ty`.
+    pub(crate) fn new(domain: libc::c_int, ty: libc::c_int) -> io::Result<Socket> {
+        // SAFETY: plain system call without pointers.
+        let fd = cvt(unsafe { libc::socket(domain, ty | libc::SOCK_CLOEXEC, 0) })?;
+        // SAFETY: a new descriptor nobody else owns.
+        Socket::from_fd(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    pub(crate) fn raw(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    fn reg(&self) -> &Registration {
+        self.reg.as_ref().expect("fallback sockets are registered")
+    }
+
+    fn uring(&self) -> bool {
+        self.reg.is_none()
+    }
+
+    /// Receives into `buf` from its start (up to `bytes_total`).
+    pub(crate) async fn recv<B: IoBufMut>(&self, mut buf: B) -> (io::Result<usize>, B) {
+        let fd = self.raw();
+        let result = if self.uring() {
+            let op = Op::submit(&self.driver, buf, false, |b| {
+                let len = b.bytes_total().min(u32::MAX as usize) as u32;
+                opcode::Recv::new(types::Fd(fd), b.stable_mut_ptr(), len).build()
+            });
+            match op {
+                Ok(op) => {
+                    let (r, b) = op.await;
+                    buf = b;
+                    r.map(|n| n as usize)
+                }
+                Err((e, b)) => {
+                    buf = b;
+                    Err(e)
+                }
+            }
+        } else {
+            // As an integer: a raw pointer held across the await would make
+            // the future `!Send`.
+            let ptr = buf.stable_mut_ptr() as usize;
+            let len = buf.bytes_total();
+            self.reg()
+                .io(Direction::Read, || {
+                    // SAFETY: `ptr` points to `len` writable bytes of `buf`,
+                    // alive across this call.
+                    cvt_size(unsafe { libc::recv(fd, ptr as *mut libc::c_void, len, 0) })
+                })
+                .await
+        };
+        if let Ok(n) = result {
+            // SAFETY: the kernel wrote `n` bytes from the buffer's start.
+            unsafe { buf.set_init(n) };
+        }
+        (result, buf)
+    }
+
+    /// Sends the initialised bytes of `buf` from `start` on.
+    pub(crate) async fn send<B: IoBuf>(&self, buf: B, start: usize) -> (io::Result<usize>, B) {
+        let fd = self.raw();
+        let start = start.min(buf.bytes_init());
+        if self.uring() {
+            let op = Op::submit(&self.driver, buf, false, |b| {
+                let len = (b.bytes_init() - start).min(u32::MAX as usize) as u32;
+                // SAFETY: `start <= bytes_init`, so the pointer stays inside
+                // the buffer.
+                let ptr = unsafe { b.stable_ptr().add(start) };
+                opcode::Send::new(types::Fd(fd), ptr, len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+            });
+            match op {
+                Ok(op) => {
+                    let (r, b) = op.await;
+                    (r.map(|n| n as usize), b)
+                }
+                Err((e, b)) => (Err(e), b),
+            }
+        } else {
+            let ptr = buf.stable_ptr() as usize + start;
+            let len = buf.bytes_init() - start;
+            let r = self
+                .reg()
+                .io(Direction::Write, || {
+                    // SAFETY: `ptr .. ptr + len` lies inside `buf`'s
+                    // initialised bytes, alive across this call.
+                    cvt_size(unsafe {
+                        libc::send(fd, ptr as *const libc::c_void, len, libc::MSG_NOSIGNAL)
+                    })
+                })
+                .await;
+            (r, buf)
+        }
+    }
+
+    /// Sends every initialised byte of `buf`.
+    pub(crate) async fn send_all<B: IoBuf>(&self, mut buf: B) -> (io::Result<()>, B) {
+        let mut done = 0;
+        while done < buf.bytes_init() {
+            let (r, b) = self.send(buf, done).await;
+            buf = b;
+            match r {
+                Ok(0) => return (Err(io::ErrorKind::WriteZero.into()), buf),
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return (Err(e), buf),
+            }
+        }
+        (Ok(()), buf)
+    }
+
+    /// Accepts a connection: the new descriptor, close-on-exec.
+    pub(crate) async fn accept(&self) -> io::Result<OwnedFd> {
+        let fd = self.raw();
+        let new = if self.uring() {
+            let op = Op::submit(&self.driver, (), true, |_| {
+                opcode::Accept::new(types::Fd(fd), std::ptr::null_mut(), std::ptr::null_mut())
+                    .flags(libc::SOCK_CLOEXEC)
+                    .build()
+            })
+            .map_err(|(e, _)| e)?;
+            op.await.0? as RawFd
+        } else {
+            self.reg()
+                .io(Direction::Read, || {
+                    // SAFETY: null address pointers are allowed by accept4.
+                    cvt(unsafe {
+                        libc::accept4(
+                            fd,
+                            std::ptr::null_mut(),
+                            std::ptr::null_mut(),
+                            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                        )
+                    })
+                })
+                .await?
+        };
+        // SAFETY: a new descriptor nobody else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(new) })
+    }
+
+    /// Connects to `addr`.
+    pub(crate) async fn connect(&self, addr: Box<SockAddrBuf>) -> io::Result<()> {
+        let fd = self.raw();
+        if self.uring() {
+            let op = Op::submit(&self.driver, addr, false, |a| {
+                opcode::Connect::new(
+                    types::Fd(fd),
+                    (&a.storage as *const libc::sockaddr_storage).cast(),
+                    a.len,
+                )
+                .build()
+            })
+            .map_err(|(e, _)| e)?;
+            op.await.0.map(drop)
+        } else {
+            // SAFETY: `addr` is a valid address of `len` bytes.
+            let r = unsafe {
+                libc::connect(
+                    fd,
+                    (&addr.storage as *const libc::sockaddr_storage).cast(),
+                    addr.len,
+                )
+            };
+            if r == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                Some(libc::EINPROGRESS) | Some(libc::EAGAIN) => {}
+                _ => return Err(err),
+            }
+            // Writable once the connection is made or failed. Each attempt
+            // looks at the socket itself (SO_ERROR, then whether a peer is
+            // known), so an edge that came before the wait is not needed.
+            self.reg()
+                .io(Direction::Write, || {
+                    match take_error(fd)? {
+                        Some(e) => Err(e),
+                        None => {
+                            // Connected if the peer address is known.
+                            let mut storage = SockAddrBuf::empty();
+                            // SAFETY: writes at most `len` bytes into the
+                            // boxed storage.
+                            let r = unsafe {
+                                libc::getpeername(
+                                    fd,
+                                    (&mut storage.storage as *mut libc::sockaddr_storage).cast(),
+                                    &mut storage.len,
+                                )
+                            };
+                            if r == 0 {
+                                Ok(())
+                            } else {
+                                let e = io::Error::last_os_error();
+                                if e.raw_os_error() == Some(libc::ENOTCONN) {
+                                    Err(io::ErrorKind::WouldBlock.into())
+                                } else {
+                                    Err(e)
+                                }
+                            }
+                        }
+                    }
+                })
+                .await
+        }
+    }
+
+    /// Sends one datagram of `buf`'s initialised bytes to `addr`.
+    pub(crate) async fn send_to<B: IoBuf>(
+        &self,
+        buf: B,
+        addr: SocketAddr,
+    ) -> (io::Result<usize>, B) {
+        let fd = self.raw();
+        let sa = SockAddrBuf::from_addr(&addr);
+        if self.uring() {
+            let ptr = buf.stable_ptr() as *mut u8;
+            let len = buf.bytes_init();
+            let msg = MsgBox::new(*sa, ptr, len);
+            let op = Op::submit(&self.driver, (buf, msg), false, |(_, m)| {
+                opcode::SendMsg::new(types::Fd(fd), &m.hdr)
+                    .flags(libc::MSG_NOSIGNAL as u32)
+                    .build()
+            });
+            match op {
+                Ok(op) => {
+                    let (r, (b, _)) = op.await;
+                    (r.map(|n| n as usize), b)
+                }
+                Err((e, (b, _))) => (Err(e), b),
+            }
+        } else {
+            let ptr = buf.stable_ptr() as usize;
+            let len = buf.bytes_init();
+            let r = self
+                .reg()
+                .io(Direction::Write, || {
+                    // SAFETY: `ptr`/`len` describe `buf`'s initialised
+                    // bytes and `sa` a valid address, both alive here.
+                    cvt_size(unsafe {
+                        libc::sendto(
+                            fd,
+                            ptr as *const libc::c_void,
+                            len,
+                            libc::MSG_NOSIGNAL,
+                            (&sa.storage as *const libc::sockaddr_storage).cast(),
+                            sa.len,
+                        )
+                    })
+                })
+                .await;
+            (r, buf)
+        }
+    }
+
+    /// Receives one datagram into `buf` and says where it came from.
+    pub(crate) async fn recv_from<B: IoBufMut>(
+        &self,
+        mut buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
+        let fd = self.raw();
+        let result = if self.uring() {
+            let ptr = buf.stable_mut_ptr();
+            let len = buf.bytes_total();
+            let msg = MsgBox::new(*SockAddrBuf::empty(), ptr, len);
+            let op = Op::submit(&self.driver, (buf, msg), false, |(_, m)| {
+                opcode::RecvMsg::new(types::Fd(fd), &mut m.hdr).build()
+            });
+            match op {
+                Ok(op) => {
+                    let (r, (b, mut m)) = op.await;
+                    buf = b;
+                    m.addr.len = m.hdr.msg_namelen;
+                    r.and_then(|n| Ok((n as usize, m.addr.to_addr()?)))
+                }
+                Err((e, (b, _))) => {
+                    buf = b;
+                    Err(e)
+                }
+            }
+        } else {
+            let ptr = buf.stable_mut_ptr() as usize;
+            let len = buf.bytes_total();
+            let mut sa = SockAddrBuf::empty();
+            self.reg()
+                .io(Direction::Read, || {
+                    sa.len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+                    // SAFETY: `ptr`/`len` describe `buf`'s writable bytes,
+                    // `sa` a boxed storage of `sa.len` bytes; all alive here.
+                    let n = cvt_size(unsafe {
+                        libc::recvfrom(
+                            fd,
+                            ptr as *mut libc::c_void,
+                            len,
+                            0,
+                            (&mut sa.storage as *mut libc::sockaddr_storage).cast(),
+                            &mut sa.len,
+                        )
+                    })?;
+                    Ok((n, sa.to_addr()?))
+                })
+                .await
+        };
+        if let Ok((n, _)) = result {
+            // SAFETY: the kernel wrote `n` bytes from the buffer's start.
+            unsafe { buf.set_init(n) };
+        }
+        (result, buf)
+    }
+
+    /// Fallback only: `recv` into a borrowed slice.
+    pub(crate) fn poll_recv_slice(
+        &self,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        let fd = self.raw();
+        self.reg().poll_io(cx, Direction::Read, || {
+            // SAFETY: `out` is a live, writable slice.
+            cvt_size(unsafe { libc::recv(fd, out.as_mut_ptr().cast(), out.len(), 0) })
+        })
+    }
+
+    /// Fallback only: `send` from a borrowed slice.
+    pub(crate) fn poll_send_slice(
+        &self,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let fd = self.raw();
+        self.reg().poll_io(cx, Direction::Write, || {
+            // SAFETY: `data` is a live slice.
+            cvt_size(unsafe {
+                libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL)
+            })
+        })
+    }
+
+    pub(crate) fn is_uring(&self) -> bool {
+        self.uring()
+    }
+
+    pub(crate) fn shutdown(&self, how: std::net::Shutdown) -> io::Result<()> {
+        let how = match how {
+            std::net::Shutdown::Read => libc::SHUT_RD,
+            std::net::Shutdown::Write => libc::SHUT_WR,
+            std::net::Shutdown::Both => libc::SHUT_RDWR,
+        };
+        // SAFETY: plain system call on our descriptor.
+        cvt(unsafe { libc::shutdown(self.raw(), how) }).map(drop)
+    }
+}
+
+/// Reads and clears the socket's pending error (`SO_ERROR`).
+pub(crate) fn take_error(fd: RawFd) -> io::Result<Option<io::Error>> {
+    let mut err: libc::c_int = 0;
+    let mut len = size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: writes one c_int into the live local.
+    cvt(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_ERROR,
+            (&mut err as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((err != 0).then(|| io::Error::from_raw_os_error(err)))
+}
+
+fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
+    // SAFETY: fcntl on our own descriptor, no pointers.
+    let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
+    let new = if on {
+        flags | libc::O_NONBLOCK
+    } else {
+        flags & !libc::O_NONBLOCK
+    };
+    if new != flags {
+        // SAFETY: as above.
+        cvt(unsafe { libc::fcntl(fd, libc::F_SETFL, new) })?;
+    }
+    Ok(())
+}
+
+/// Runs `f` on a std view of `fd` (for socket options and addresses)
+/// without taking ownership.
+pub(crate) fn with_std<S: FromRawFd, R>(fd: RawFd, f: impl FnOnce(&S) -> R) -> R {
+    // SAFETY: the view is never dropped (ManuallyDrop), so `fd` stays owned
+    // by its socket, which outlives this call.
+    let view = std::mem::ManuallyDrop::new(unsafe { S::from_raw_fd(fd) });
+    f(&view)
+}
+
+impl std::fmt::Debug for Socket {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Socket").field("fd", &self.raw()).finish()
+    }
+}

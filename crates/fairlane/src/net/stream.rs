@@ -1,0 +1,190 @@
+//! `futures-io` adapters for the stream sockets. In the fallback backend
+//! they call the non-blocking system calls on the caller's slice directly;
+//! with io_uring, whose operations need owned buffers, reads go through an
+//! internal buffer that is refilled by one `recv` at a time, and writes are
+//! copied into an internal buffer that is sent in the background (its error,
+//! if any, is reported by the next write, flush or close).
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::socket::Socket;
+
+/// Bytes the internal read buffer asks the kernel for at a time.
+const READ_CHUNK: usize = 16 * 1024;
+/// Most bytes one `poll_write` takes into the internal buffer.
+const WRITE_CHUNK: usize = 64 * 1024;
+
+type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
+enum ReadSide {
+    Idle { buf: Vec<u8>, pos: usize },
+    Busy(BoxFut<(io::Result<usize>, Vec<u8>)>),
+}
+
+enum WriteSide {
+    Idle(Vec<u8>),
+    Busy(BoxFut<(io::Result<()>, Vec<u8>)>),
+}
+
+/// The state of a stream's `AsyncRead`/`AsyncWrite` implementation.
+pub(crate) struct Compat {
+    read: ReadSide,
+    write: WriteSide,
+}
+
+// SAFETY: every method of `Compat` takes `&mut self`, and it has no field
+// or method reachable through `&Compat`: a shared reference gives access to
+// nothing, so sharing one between threads cannot race (the argument of
+// `std::sync::Exclusive`). The streams holding it are thus `Sync`, which
+// their `&self` owned-buffer methods need inside spawned tasks.
+unsafe impl Sync for Compat {}
+
+impl Compat {
+    pub(crate) fn new() -> Compat {
+        Compat {
+            read: ReadSide::Idle {
+                buf: Vec::new(),
+                pos: 0,
+            },
+            write: WriteSide::Idle(Vec::new()),
+        }
+    }
+
+    pub(crate) fn poll_read(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        if !sock.is_uring() {
+            return sock.poll_recv_slice(cx, out);
+        }
+        if out.is_empty() {
+            return Poll::Ready(Ok(0));
+        }
+        loop {
+            match &mut self.read {
+                ReadSide::Idle { buf, pos } if *pos < buf.len() => {
+                    let n = (buf.len() - *pos).min(out.len());
+                    out[..n].copy_from_slice(&buf[*pos..*pos + n]);
+                    *pos += n;
+                    return Poll::Ready(Ok(n));
+                }
+                ReadSide::Idle { buf, .. } => {
+                    let mut buf = std::mem::take(buf);
+                    buf.clear();
+                    buf.reserve(READ_CHUNK);
+                    let sock = sock.clone();
+                    self.read = ReadSide::Busy(Box::pin(async move { sock.recv(buf).await }));
+                }
+                ReadSide::Busy(op) => {
+                    let (result, buf) = std::task::ready!(op.as_mut().poll(cx));
+                    self.read = ReadSide::Idle { buf, pos: 0 };
+                    match result {
+                        Ok(0) => return Poll::Ready(Ok(0)),
+                        Ok(_) => {}
+                        Err(e) => return Poll::Ready(Err(e)),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Waits for the background write, if any; its error comes back.
+    fn poll_write_done(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if let WriteSide::Busy(op) = &mut self.write {
+            let (result, buf) = std::task::ready!(op.as_mut().poll(cx));
+            self.write = WriteSide::Idle(buf);
+            result?;
+        }
+        Poll::Ready(Ok(()))
+    }
+
+    pub(crate) fn poll_write(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if !sock.is_uring() {
+            return sock.poll_send_slice(cx, data);
+        }
+        std::task::ready!(self.poll_write_done(cx))?;
+        let WriteSide::Idle(buf) = &mut self.write else {
+            unreachable!("poll_write_done leaves the write side idle")
+        };
+        let mut buf = std::mem::take(buf);
+        buf.clear();
+        let n = data.len().min(WRITE_CHUNK);
+        buf.extend_from_slice(&data[..n]);
+        let sock = sock.clone();
+        self.write = WriteSide::Busy(Box::pin(async move { sock.send_all(buf).await }));
+        // Start the send now, so that it runs while the caller goes on.
+        if let Poll::Ready(Err(e)) = self.poll_write_done(cx) {
+            return Poll::Ready(Err(e));
+        }
+        Poll::Ready(Ok(n))
+    }
+
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.poll_write_done(cx)
+    }
+
+    pub(crate) fn poll_close(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        std::task::ready!(self.poll_write_done(cx))?;
+        Poll::Ready(sock.shutdown(std::net::Shutdown::Write))
+    }
+}
+
+/// Implements `futures_io::AsyncRead`/`AsyncWrite` for a stream type with
+/// fields `sock: Arc<Socket>` and `compat: Compat`.
+macro_rules! impl_async_io {
+    ($t:ty) => {
+        impl futures_io::AsyncRead for $t {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut [u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.compat.poll_read(&this.sock, cx, buf)
+            }
+        }
+
+        impl futures_io::AsyncWrite for $t {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.compat.poll_write(&this.sock, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                self.get_mut().compat.poll_flush(cx)
+            }
+
+            fn poll_close(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.compat.poll_close(&this.sock, cx)
+            }
+        }
+    };
+}
+
+pub(crate) use impl_async_io;

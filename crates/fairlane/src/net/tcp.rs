@@ -1,0 +1,619 @@
+//! TCP: [`TcpListener`] and [`TcpStream`].
+
+use std::fmt;
+use std::io;
+use std::net::{Shutdown, SocketAddr};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+
+use super::addr::{resolve, ToSocketAddrs};
+use super::socket::{with_std, SockAddrBuf, Socket};
+use super::stream::{impl_async_io, Compat};
+use crate::io::{IoBuf, IoBufMut};
+
+/// A TCP socket listening for connections.
+///
+/// # Example
+/// ```
+/// use fairlane::net::{TcpListener, TcpStream};
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let addr = listener.local_addr()?;
+///     let client = fairlane::spawn(async move { TcpStream::connect(addr).await });
+///     let (_server_side, peer) = listener.accept().await?;
+///     let client = client.await.unwrap()?;
+///     assert_eq!(peer, client.local_addr()?);
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct TcpListener {
+    sock: Socket,
+}
+
+impl TcpListener {
+    /// Binds to `addr` (the first of its addresses that works; a host name
+    /// is resolved on the blocking pool), with `SO_REUSEADDR` as std does.
+    ///
+    /// # Errors
+    /// The operating system's error of the last address tried, e.g.
+    /// `AddrInUse`.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("localhost:0"))?;
+    /// assert!(listener.local_addr()?.ip().is_loopback());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
+        let mut last = None;
+        for addr in resolve(addr).await? {
+            match std::net::TcpListener::bind(addr) {
+                Ok(l) => return TcpListener::from_std(l),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("resolve returns at least one address"))
+    }
+
+    /// Adopts a std listener (which must be bound and listening).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let listener = rt.block_on(async { fairlane::net::TcpListener::from_std(std_listener) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
+        Ok(TcpListener {
+            sock: Socket::from_fd(OwnedFd::from(listener))?,
+        })
+    }
+
+    /// Waits for a connection.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let listener = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// std::thread::spawn(move || std::net::TcpStream::connect(addr));
+    /// let (stream, peer) = listener.accept().await?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
+        let fd = self.sock.accept().await?;
+        let stream = TcpStream::from_socket(Socket::from_fd(fd)?);
+        let peer = stream.peer_addr()?;
+        Ok((stream, peer))
+    }
+
+    /// The connections as they come, as a [`futures_core::Stream`] that
+    /// never ends (each item is one `accept`).
+    ///
+    /// # Example
+    /// ```
+    /// use futures_lite::StreamExt;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let listener = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let addr = listener.local_addr()?;
+    /// std::thread::spawn(move || std::net::TcpStream::connect(addr));
+    /// let mut incoming = listener.incoming();
+    /// let stream = incoming.next().await.unwrap()?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn incoming(&self) -> Incoming<'_> {
+        Incoming {
+            listener: self,
+            accept: None,
+        }
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
+    /// assert_ne!(listener.local_addr()?.port(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::net::TcpListener::local_addr)
+    }
+}
+
+type AcceptFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = io::Result<(TcpStream, SocketAddr)>> + Send + 'a>,
+>;
+
+/// The stream of [`TcpListener::incoming`].
+///
+/// # Example
+/// ```
+/// async fn serve(listener: fairlane::net::TcpListener) {
+///     use futures_lite::StreamExt;
+///     let mut incoming = listener.incoming();
+///     while let Some(Ok(stream)) = incoming.next().await {
+///         fairlane::spawn(async move { drop(stream) });
+///     }
+/// }
+/// ```
+pub struct Incoming<'a> {
+    listener: &'a TcpListener,
+    accept: Option<AcceptFuture<'a>>,
+}
+
+impl futures_core::Stream for Incoming<'_> {
+    type Item = io::Result<TcpStream>;
+
+    fn poll_next(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        let listener = this.listener;
+        let accept = this
+            .accept
+            .get_or_insert_with(|| Box::pin(listener.accept()));
+        let result = std::task::ready!(accept.as_mut().poll(cx));
+        this.accept = None;
+        std::task::Poll::Ready(Some(result.map(|(stream, _)| stream)))
+    }
+}
+
+impl fmt::Debug for Incoming<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Incoming")
+            .field("listener", self.listener)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AsRawFd for TcpListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.raw()
+    }
+}
+
+impl fmt::Debug for TcpListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpListener")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+/// A TCP connection. Reads and writes take owned buffers and hand them
+/// back; [`futures_io::AsyncRead`]/[`futures_io::AsyncWrite`] are
+/// implemented too (through internal buffers with io_uring).
+///
+/// # Example
+/// ```
+/// use fairlane::net::{TcpListener, TcpStream};
+/// let rt = fairlane::Runtime::builder().processors(2).build()?;
+/// rt.block_on(async {
+///     let listener = TcpListener::bind("127.0.0.1:0").await?;
+///     let addr = listener.local_addr()?;
+///     fairlane::spawn(async move {
+///         let (stream, _) = listener.accept().await.unwrap();
+///         let (n, buf) = stream.read(Vec::with_capacity(64)).await;
+///         let _ = stream.write_all(buf).await; // echo
+///         n
+///     });
+///     let stream = TcpStream::connect(addr).await?;
+///     stream.write_all(b"ping".to_vec()).await.0?;
+///     let (n, buf) = stream.read(vec![0u8; 64]).await;
+///     assert_eq!(&buf[..n?], b"ping");
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct TcpStream {
+    sock: Arc<Socket>,
+    compat: Compat,
+}
+
+impl TcpStream {
+    fn from_socket(sock: Socket) -> TcpStream {
+        TcpStream {
+            sock: Arc::new(sock),
+            compat: Compat::new(),
+        }
+    }
+
+    /// Connects to `addr`, trying each of its addresses in turn (a host
+    /// name is resolved on the blocking pool).
+    ///
+    /// # Errors
+    /// The error of the last address tried, e.g. `ConnectionRefused`.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let port = std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port();
+    /// // Nobody listens on `port` any more.
+    /// let err = rt.block_on(fairlane::net::TcpStream::connect(("127.0.0.1", port))).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::ConnectionRefused);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn connect<A: ToSocketAddrs>(addr: A) -> io::Result<TcpStream> {
+        let mut last = None;
+        for addr in resolve(addr).await? {
+            let domain = if addr.is_ipv4() {
+                libc::AF_INET
+            } else {
+                libc::AF_INET6
+            };
+            let sock = Socket::new(domain, libc::SOCK_STREAM)?;
+            match sock.connect(SockAddrBuf::from_addr(&addr)).await {
+                Ok(()) => return Ok(TcpStream::from_socket(sock)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("resolve returns at least one address"))
+    }
+
+    /// Adopts a connected std stream.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    /// let s = std::net::TcpStream::connect(l.local_addr()?)?;
+    /// let stream = rt.block_on(async { fairlane::net::TcpStream::from_std(s) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_std(stream: std::net::TcpStream) -> io::Result<TcpStream> {
+        Ok(TcpStream::from_socket(Socket::from_fd(OwnedFd::from(
+            stream,
+        ))?))
+    }
+
+    /// Reads into `buf` from its start, up to its capacity (a `Vec`'s
+    /// length becomes the count read). `Ok(0)`: the peer closed its side
+    /// (or `buf` has no room).
+    ///
+    /// # Example
+    /// See [`TcpStream`].
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// # let (peer, _) = l.accept().await?;
+    /// # peer.write_all("hi").await.0?;
+    /// let (n, buf) = s.read(Vec::with_capacity(16)).await;
+    /// assert_eq!(buf.len(), n?);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.recv(buf).await
+    }
+
+    /// Writes some of `buf`'s bytes; how many is the result.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (n, _buf) = s.write(b"hello".to_vec()).await;
+    /// assert!(n? > 0);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.send(buf, 0).await
+    }
+
+    /// Writes all of `buf`'s bytes.
+    ///
+    /// # Errors
+    /// The first write error, e.g. `BrokenPipe` or `ConnectionReset` once
+    /// the peer is gone.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.write_all(vec![7u8; 1000]).await.0?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        self.sock.send_all(buf).await
+    }
+
+    /// Shuts down the read side, the write side, or both.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.shutdown(std::net::Shutdown::Write)?;
+    /// let (peer, _) = l.accept().await?;
+    /// assert_eq!(peer.read(Vec::with_capacity(8)).await.0?, 0);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.sock.shutdown(how)
+    }
+
+    /// Sets `TCP_NODELAY` (no Nagle delay for small writes).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.set_nodelay(true)?;
+    /// assert!(s.nodelay()?);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_nodelay(&self, nodelay: bool) -> io::Result<()> {
+        with_std(self.sock.raw(), |s: &std::net::TcpStream| {
+            s.set_nodelay(nodelay)
+        })
+    }
+
+    /// Whether `TCP_NODELAY` is set.
+    ///
+    /// # Example
+    /// See [`set_nodelay`](Self::set_nodelay).
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let _ = s.nodelay()?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn nodelay(&self) -> io::Result<bool> {
+        with_std(self.sock.raw(), std::net::TcpStream::nodelay)
+    }
+
+    /// The remote address.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// assert_eq!(s.peer_addr()?, l.local_addr()?);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::net::TcpStream::peer_addr)
+    }
+
+    /// The local address.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// assert!(s.local_addr()?.ip().is_loopback());
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::net::TcpStream::local_addr)
+    }
+
+    /// Splits into a read half and a write half that can move to different
+    /// tasks (they implement `AsyncRead` and `AsyncWrite` respectively).
+    /// Dropping the write half shuts down the write side. Data the
+    /// `AsyncRead` adapter buffered but did not hand out is dropped.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (read, write) = s.into_split();
+    /// fairlane::spawn(async move { write.write_all("x").await.0 });
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        (
+            OwnedReadHalf {
+                sock: self.sock.clone(),
+                compat: Compat::new(),
+            },
+            OwnedWriteHalf {
+                sock: self.sock,
+                compat: Compat::new(),
+            },
+        )
+    }
+}
+
+impl_async_io!(TcpStream);
+
+impl AsRawFd for TcpStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.raw()
+    }
+}
+
+impl fmt::Debug for TcpStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TcpStream")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+/// The read half of a [`TcpStream`]; see [`TcpStream::into_split`].
+///
+/// # Example
+/// ```
+/// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// # rt.block_on(async {
+/// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+/// # let (peer, _) = l.accept().await?;
+/// # peer.write_all("abc").await.0?;
+/// let (read, _write) = s.into_split();
+/// let (n, buf) = read.read(Vec::with_capacity(8)).await;
+/// assert_eq!(&buf[..n?], b"abc");
+/// # Ok::<(), std::io::Error>(()) })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct OwnedReadHalf {
+    sock: Arc<Socket>,
+    compat: Compat,
+}
+
+impl OwnedReadHalf {
+    /// As [`TcpStream::read`].
+    ///
+    /// # Example
+    /// See [`OwnedReadHalf`].
+    /// ```
+    /// async fn f(r: &fairlane::net::tcp::OwnedReadHalf) { let _ = r.read(vec![0u8; 8]).await; }
+    /// ```
+    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.recv(buf).await
+    }
+
+    /// As [`TcpStream::peer_addr`].
+    ///
+    /// # Example
+    /// ```
+    /// fn f(r: &fairlane::net::tcp::OwnedReadHalf) -> std::io::Result<std::net::SocketAddr> { r.peer_addr() }
+    /// ```
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::net::TcpStream::peer_addr)
+    }
+}
+
+/// The write half of a [`TcpStream`]; dropping it shuts down the write
+/// side (the peer reads end-of-stream). See [`TcpStream::into_split`].
+///
+/// # Example
+/// ```
+/// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// # rt.block_on(async {
+/// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+/// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+/// # let (peer, _) = l.accept().await?;
+/// let (_read, write) = s.into_split();
+/// write.write_all("abc").await.0?;
+/// drop(write);
+/// let (n, buf) = peer.read(Vec::with_capacity(8)).await;
+/// assert_eq!(&buf[..n?], b"abc");
+/// assert_eq!(peer.read(Vec::with_capacity(8)).await.0?, 0);
+/// # Ok::<(), std::io::Error>(()) })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct OwnedWriteHalf {
+    sock: Arc<Socket>,
+    compat: Compat,
+}
+
+impl OwnedWriteHalf {
+    /// As [`TcpStream::write`].
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write("x").await; }
+    /// ```
+    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.send(buf, 0).await
+    }
+
+    /// As [`TcpStream::write_all`].
+    ///
+    /// # Example
+    /// See [`OwnedWriteHalf`].
+    /// ```
+    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write_all("x").await; }
+    /// ```
+    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        self.sock.send_all(buf).await
+    }
+}
+
+impl futures_io::AsyncRead for OwnedReadHalf {
+    fn poll_read(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut [u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.compat.poll_read(&this.sock, cx, buf)
+    }
+}
+
+impl futures_io::AsyncWrite for OwnedWriteHalf {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        this.compat.poll_write(&this.sock, cx, buf)
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        self.get_mut().compat.poll_flush(cx)
+    }
+
+    fn poll_close(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<io::Result<()>> {
+        let this = self.get_mut();
+        this.compat.poll_close(&this.sock, cx)
+    }
+}
+
+impl fmt::Debug for OwnedReadHalf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedReadHalf")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+impl fmt::Debug for OwnedWriteHalf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OwnedWriteHalf")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+impl Drop for OwnedWriteHalf {
+    fn drop(&mut self) {
+        let _ = self.sock.shutdown(Shutdown::Write);
+    }
+}

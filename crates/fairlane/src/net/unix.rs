@@ -1,0 +1,228 @@
+//! Unix-domain stream sockets: [`UnixListener`] and [`UnixStream`].
+
+use std::fmt;
+use std::io;
+use std::net::Shutdown;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use super::socket::{with_std, SockAddrBuf, Socket};
+use super::stream::{impl_async_io, Compat};
+use crate::io::{IoBuf, IoBufMut};
+
+/// A Unix-domain socket listening for connections.
+///
+/// # Example
+/// ```
+/// use fairlane::net::{UnixListener, UnixStream};
+/// let dir = std::env::temp_dir().join(format!("fairlane-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("listener.sock");
+/// let _ = std::fs::remove_file(&path);
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     let listener = UnixListener::bind(&path)?;
+///     let client = UnixStream::connect(&path).await?;
+///     let (server, _) = listener.accept().await?;
+///     client.write_all("hi").await.0?;
+///     let (n, buf) = server.read(Vec::with_capacity(8)).await;
+///     assert_eq!(&buf[..n?], b"hi");
+///     Ok::<(), std::io::Error>(())
+/// })?;
+/// std::fs::remove_file(&path)?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct UnixListener {
+    sock: Socket,
+}
+
+impl UnixListener {
+    /// Binds to `path` (which must not exist) and listens.
+    ///
+    /// # Example
+    /// See [`UnixListener`].
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let err = rt.block_on(async { fairlane::net::UnixListener::bind("/nonexistent-dir/x.sock") }).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
+        let listener = std::os::unix::net::UnixListener::bind(path)?;
+        Ok(UnixListener {
+            sock: Socket::from_fd(OwnedFd::from(listener))?,
+        })
+    }
+
+    /// Waits for a connection.
+    ///
+    /// # Example
+    /// See [`UnixListener`].
+    /// ```
+    /// async fn f(l: &fairlane::net::UnixListener) -> std::io::Result<()> {
+    ///     let (_stream, _addr) = l.accept().await?;
+    ///     Ok(())
+    /// }
+    /// ```
+    pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
+        let fd = self.sock.accept().await?;
+        let stream = UnixStream::from_socket(Socket::from_fd(fd)?);
+        let addr = stream.peer_addr()?;
+        Ok((stream, addr))
+    }
+
+    /// The address it listens on.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(l: &fairlane::net::UnixListener) -> std::io::Result<()> {
+    ///     println!("{:?}", l.local_addr()?.as_pathname());
+    ///     Ok(())
+    /// }
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        with_std(
+            self.sock.raw(),
+            std::os::unix::net::UnixListener::local_addr,
+        )
+    }
+}
+
+impl AsRawFd for UnixListener {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.raw()
+    }
+}
+
+impl fmt::Debug for UnixListener {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixListener")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}
+
+/// A Unix-domain stream connection; owned-buffer reads and writes, and
+/// `futures-io` traits, as [`TcpStream`](super::TcpStream).
+///
+/// # Example
+/// See [`UnixListener`].
+/// ```
+/// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
+///     let (n, _buf) = s.read(Vec::with_capacity(64)).await;
+///     n
+/// }
+/// ```
+pub struct UnixStream {
+    sock: Arc<Socket>,
+    compat: Compat,
+}
+
+impl UnixStream {
+    fn from_socket(sock: Socket) -> UnixStream {
+        UnixStream {
+            sock: Arc::new(sock),
+            compat: Compat::new(),
+        }
+    }
+
+    /// Connects to the socket at `path`.
+    ///
+    /// # Errors
+    /// `NotFound` if nothing is there, `ConnectionRefused` if nobody
+    /// listens, `InvalidInput` for a path too long for a socket address.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let err = rt.block_on(fairlane::net::UnixStream::connect("/nonexistent.sock")).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
+        let addr = SockAddrBuf::from_path(path.as_ref())?;
+        let sock = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
+        sock.connect(addr).await?;
+        Ok(UnixStream::from_socket(sock))
+    }
+
+    /// As [`TcpStream::read`](super::TcpStream::read).
+    ///
+    /// # Example
+    /// See [`UnixListener`].
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.read(vec![0u8; 8]).await; }
+    /// ```
+    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.recv(buf).await
+    }
+
+    /// As [`TcpStream::write`](super::TcpStream::write).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write("x").await; }
+    /// ```
+    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.send(buf, 0).await
+    }
+
+    /// As [`TcpStream::write_all`](super::TcpStream::write_all).
+    ///
+    /// # Example
+    /// See [`UnixListener`].
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write_all("x").await; }
+    /// ```
+    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        self.sock.send_all(buf).await
+    }
+
+    /// Shuts down the read side, the write side, or both.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> { s.shutdown(std::net::Shutdown::Both) }
+    /// ```
+    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+        self.sock.shutdown(how)
+    }
+
+    /// The peer's address.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> { s.peer_addr().map(drop) }
+    /// ```
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::os::unix::net::UnixStream::peer_addr)
+    }
+
+    /// The local address.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> { s.local_addr().map(drop) }
+    /// ```
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::os::unix::net::UnixStream::local_addr)
+    }
+}
+
+impl_async_io!(UnixStream);
+
+impl AsRawFd for UnixStream {
+    fn as_raw_fd(&self) -> RawFd {
+        self.sock.raw()
+    }
+}
+
+impl fmt::Debug for UnixStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("UnixStream")
+            .field("fd", &self.sock.raw())
+            .finish()
+    }
+}

@@ -1,0 +1,513 @@
+//! Time: [`sleep`], [`sleep_until`], [`timeout`] and [`interval`], with
+//! tokio's shapes.
+//!
+//! Each processor keeps a hierarchical timer wheel (millisecond ticks,
+//! O(1) insert and cancel) behind its lock; a timer set on a processor goes
+//! to that processor's wheel, a timer set on another thread (a `block_on`
+//! thread) to a processor chosen round-robin, which is woken if it sleeps
+//! past the new deadline. A sleeping processor waits at most until its
+//! earliest timer, so an idle runtime with pending timers uses no CPU
+//! between deadlines. Timers never fire early; they fire at the first
+//! millisecond tick at or after their deadline, or later if every processor
+//! is busy.
+//!
+//! # Example
+//! ```
+//! use std::time::Duration;
+//! let rt = fairlane::Runtime::builder().processors(1).build()?;
+//! rt.block_on(async {
+//!     fairlane::time::sleep(Duration::from_millis(5)).await;
+//!     let slow = fairlane::time::sleep(Duration::from_secs(60));
+//!     let result = fairlane::time::timeout(Duration::from_millis(5), slow).await;
+//!     assert!(result.is_err());
+//! });
+//! # Ok::<(), std::io::Error>(())
+//! ```
+
+pub(crate) mod wheel;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use crate::io::coop;
+use crate::io::driver::{Driver, Proc};
+use wheel::TimerKey;
+
+/// Errors of the time module.
+pub mod error {
+    use std::fmt;
+
+    /// The deadline of a [`timeout`](super::timeout) passed before its future
+    /// completed.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let err = rt
+    ///     .block_on(fairlane::time::timeout(Duration::from_millis(1), std::future::pending::<()>()))
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "deadline has elapsed");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub struct Elapsed(pub(super) ());
+
+    impl fmt::Display for Elapsed {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("deadline has elapsed")
+        }
+    }
+
+    impl std::error::Error for Elapsed {}
+
+    impl From<Elapsed> for std::io::Error {
+        fn from(e: Elapsed) -> std::io::Error {
+            std::io::Error::new(std::io::ErrorKind::TimedOut, e)
+        }
+    }
+}
+
+/// The driver of the runtime this thread is in, if any.
+fn current_driver() -> Option<Arc<Driver>> {
+    crate::runtime::context::with_current(|h| h.io_driver().clone())
+}
+
+/// Waits until `duration` has passed.
+///
+/// # Panics
+/// When polled outside a fairlane runtime, or after its runtime shut down.
+///
+/// # Example
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let start = Instant::now();
+/// rt.block_on(fairlane::time::sleep(Duration::from_millis(10)));
+/// assert!(start.elapsed() >= Duration::from_millis(10));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn sleep(duration: Duration) -> Sleep {
+    let deadline = Instant::now()
+        .checked_add(duration)
+        .unwrap_or_else(far_future);
+    sleep_until(deadline)
+}
+
+/// Waits until `deadline`.
+///
+/// # Panics
+/// When polled outside a fairlane runtime, or after its runtime shut down.
+///
+/// # Example
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let deadline = Instant::now() + Duration::from_millis(5);
+/// rt.block_on(fairlane::time::sleep_until(deadline));
+/// assert!(Instant::now() >= deadline);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn sleep_until(deadline: Instant) -> Sleep {
+    Sleep {
+        deadline,
+        driver: current_driver(),
+        timer: None,
+        elapsed: false,
+    }
+}
+
+fn far_future() -> Instant {
+    Instant::now() + Duration::from_secs(86_400 * 365 * 30)
+}
+
+/// The future of [`sleep`] and [`sleep_until`].
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     let sleep = fairlane::time::sleep(Duration::from_millis(1));
+///     let deadline = sleep.deadline();
+///     sleep.await;
+///     assert!(std::time::Instant::now() >= deadline);
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Sleep {
+    deadline: Instant,
+    driver: Option<Arc<Driver>>,
+    timer: Option<(Arc<Proc>, TimerKey)>,
+    elapsed: bool,
+}
+
+impl Sleep {
+    /// When this sleep completes.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let at = Instant::now() + Duration::from_secs(1);
+    /// assert_eq!(fairlane::time::sleep_until(at).deadline(), at);
+    /// ```
+    pub fn deadline(&self) -> Instant {
+        self.deadline
+    }
+
+    /// Whether the deadline has passed.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// assert!(!fairlane::time::sleep(Duration::from_secs(60)).is_elapsed());
+    /// ```
+    pub fn is_elapsed(&self) -> bool {
+        self.elapsed || Instant::now() >= self.deadline
+    }
+
+    /// Moves the deadline (earlier or later); the sleep is pending again
+    /// if the new deadline is in the future.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut sleep = Box::pin(fairlane::time::sleep(Duration::from_secs(60)));
+    ///     sleep.as_mut().reset(Instant::now() + Duration::from_millis(1));
+    ///     sleep.await;
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reset(self: Pin<&mut Self>, deadline: Instant) {
+        let this = self.get_mut();
+        this.cancel();
+        this.deadline = deadline;
+        this.elapsed = false;
+    }
+
+    fn cancel(&mut self) {
+        if let Some((proc, key)) = self.timer.take() {
+            proc.cancel_timer(key);
+        }
+    }
+
+    /// Polls with (`budgeted`) or without the cooperative budget.
+    fn poll_sleep(&mut self, cx: &mut Context<'_>, budgeted: bool) -> Poll<()> {
+        if budgeted {
+            std::task::ready!(coop::poll_proceed(cx));
+        }
+        loop {
+            if self.elapsed || Instant::now() >= self.deadline {
+                self.cancel();
+                self.elapsed = true;
+                if budgeted {
+                    coop::spend();
+                }
+                return Poll::Ready(());
+            }
+            if let Some((proc, key)) = &self.timer {
+                if proc.timer_pending(*key, cx.waker()) {
+                    return Poll::Pending;
+                }
+                // Fired (or its processor stopped): look at the clock again.
+                self.timer = None;
+                if Instant::now() >= self.deadline {
+                    continue;
+                }
+            }
+            if self.driver.is_none() {
+                self.driver = current_driver();
+            }
+            let Some(driver) = &self.driver else {
+                panic!(
+                    "fairlane::time::sleep was polled outside a fairlane runtime: await it inside \
+                     a task or Runtime::block_on"
+                );
+            };
+            let tick = driver.tick_at(self.deadline);
+            match driver.add_timer(tick, cx.waker()) {
+                Ok(Some(timer)) => {
+                    self.timer = Some(timer);
+                    return Poll::Pending;
+                }
+                // The tick already passed: the deadline is less than a
+                // millisecond away (or passed); the loop looks again.
+                Ok(None) => {
+                    if Instant::now() >= self.deadline {
+                        continue;
+                    }
+                    // Within the current tick: yield and look again.
+                    cx.waker().wake_by_ref();
+                    return Poll::Pending;
+                }
+                Err(e) => panic!("fairlane::time::sleep cannot wait: {e}"),
+            }
+        }
+    }
+}
+
+impl Future for Sleep {
+    type Output = ();
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        self.get_mut().poll_sleep(cx, true)
+    }
+}
+
+impl Drop for Sleep {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+impl fmt::Debug for Sleep {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Sleep")
+            .field("deadline", &self.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `future` for at most `duration`: `Err(Elapsed)` if the deadline
+/// passes first, in which case `future` is dropped (cancelled).
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     assert_eq!(fairlane::time::timeout(Duration::from_secs(5), async { 1 }).await, Ok(1));
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
+    Timeout {
+        future,
+        sleep: sleep(duration),
+    }
+}
+
+/// [`timeout`] with a deadline instead of a duration.
+///
+/// # Example
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let at = Instant::now() + Duration::from_millis(2);
+/// let r = rt.block_on(fairlane::time::timeout_at(at, std::future::pending::<()>()));
+/// assert!(r.is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn timeout_at<F: Future>(deadline: Instant, future: F) -> Timeout<F> {
+    Timeout {
+        future,
+        sleep: sleep_until(deadline),
+    }
+}
+
+/// The future of [`timeout`].
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let t: fairlane::time::Timeout<_> = fairlane::time::timeout(Duration::from_secs(1), async { 2 });
+/// assert_eq!(rt.block_on(t), Ok(2));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Timeout<F> {
+    future: F,
+    sleep: Sleep,
+}
+
+impl<F> Timeout<F> {
+    /// The wrapped future.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let t = fairlane::time::timeout(Duration::from_secs(1), async { 2 });
+    /// let _inner = t.into_inner();
+    /// ```
+    pub fn into_inner(self) -> F {
+        // `Sleep` has a destructor, so move the future out by hand.
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again except for the
+        // sleep, dropped here exactly once; the future is read out once.
+        unsafe {
+            std::ptr::drop_in_place(&this.sleep as *const Sleep as *mut Sleep);
+            std::ptr::read(&this.future)
+        }
+    }
+}
+
+impl<F: Future> Future for Timeout<F> {
+    type Output = Result<F::Output, error::Elapsed>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: structural pinning of `future`: it is never moved out of a
+        // pinned `Timeout` (`into_inner` takes `self` by value, which needs
+        // an unpinned value), and `Timeout` has no `Drop` of its own.
+        let this = unsafe { self.get_unchecked_mut() };
+        // SAFETY: see above; `future` stays where the pinned `Timeout` is.
+        let future = unsafe { Pin::new_unchecked(&mut this.future) };
+        if let Poll::Ready(out) = future.poll(cx) {
+            return Poll::Ready(Ok(out));
+        }
+        // The deadline is checked even when the inner future used up the
+        // cooperative budget, as tokio does.
+        match this.sleep.poll_sleep(cx, false) {
+            Poll::Ready(()) => Poll::Ready(Err(error::Elapsed(()))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<F> fmt::Debug for Timeout<F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Timeout")
+            .field("deadline", &self.sleep.deadline)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A stream of instants `period` apart, starting now; see [`Interval`].
+///
+/// # Panics
+/// If `period` is zero (as tokio).
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     let mut interval = fairlane::time::interval(Duration::from_millis(2));
+///     let first = interval.tick().await; // immediately
+///     let second = interval.tick().await;
+///     assert_eq!(second - first, Duration::from_millis(2));
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[track_caller]
+pub fn interval(period: Duration) -> Interval {
+    interval_at(Instant::now(), period)
+}
+
+/// An [`interval`] whose first tick is at `start`.
+///
+/// # Panics
+/// If `period` is zero (as tokio).
+///
+/// # Example
+/// ```
+/// use std::time::{Duration, Instant};
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let start = Instant::now() + Duration::from_millis(3);
+/// let mut interval = fairlane::time::interval_at(start, Duration::from_millis(1));
+/// assert_eq!(rt.block_on(interval.tick()), start);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[track_caller]
+pub fn interval_at(start: Instant, period: Duration) -> Interval {
+    assert!(
+        !period.is_zero(),
+        "fairlane::time::interval: the period must be greater than zero"
+    );
+    Interval {
+        next: start,
+        period,
+        sleep: Box::pin(sleep_until(start)),
+    }
+}
+
+/// Ticks every `period`. A tick that is late (the task was busy) is
+/// delivered at once, and later ones keep the original schedule, catching
+/// up in a burst (tokio's default, `MissedTickBehavior::Burst`).
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     let mut interval = fairlane::time::interval(Duration::from_millis(1));
+///     for _ in 0..3 {
+///         interval.tick().await;
+///     }
+///     assert_eq!(interval.period(), Duration::from_millis(1));
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct Interval {
+    next: Instant,
+    period: Duration,
+    sleep: Pin<Box<Sleep>>,
+}
+
+impl Interval {
+    /// Waits for the next tick and returns its scheduled instant.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let mut interval = rt.block_on(async { fairlane::time::interval(Duration::from_millis(1)) });
+    /// let at = rt.block_on(interval.tick());
+    /// assert!(at <= std::time::Instant::now());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn tick(&mut self) -> Instant {
+        std::future::poll_fn(|cx| self.poll_tick(cx)).await
+    }
+
+    /// Polls for the next tick (for hand-written futures).
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let mut interval = fairlane::time::interval(Duration::from_millis(1));
+    /// rt.block_on(std::future::poll_fn(|cx| interval.poll_tick(cx)));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
+        std::task::ready!(self.sleep.as_mut().poll(cx));
+        let tick = self.next;
+        self.next = tick.checked_add(self.period).unwrap_or_else(far_future);
+        self.sleep.as_mut().reset(self.next);
+        Poll::Ready(tick)
+    }
+
+    /// The period.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let interval = fairlane::time::interval(Duration::from_secs(1));
+    /// assert_eq!(interval.period(), Duration::from_secs(1));
+    /// ```
+    pub fn period(&self) -> Duration {
+        self.period
+    }
+
+    /// Restarts the schedule: the next tick is one period from now.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// let mut interval = fairlane::time::interval(Duration::from_secs(1));
+    /// interval.reset();
+    /// ```
+    pub fn reset(&mut self) {
+        self.next = Instant::now()
+            .checked_add(self.period)
+            .unwrap_or_else(far_future);
+        self.sleep.as_mut().reset(self.next);
+    }
+}

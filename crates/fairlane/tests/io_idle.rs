@@ -1,0 +1,90 @@
+//! An idle runtime with 10,000 pending accepts and 10,000 pending sleeps
+//! uses no CPU: processors sleep in their ring (or poller) until a
+//! completion or their earliest timer. Its own test binary, because it
+//! measures the CPU time of the whole process.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use fairlane::io::IoBackend;
+use fairlane::net::TcpListener;
+use fairlane::Runtime;
+
+/// CPU time (user + system) this process used, from `getrusage`.
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed local.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[test]
+fn idle_runtime_with_pending_accepts_and_sleeps_uses_no_cpu() {
+    for backend in [IoBackend::IoUring, IoBackend::Fallback] {
+        let rt = Runtime::builder()
+            .processors(2)
+            .io_backend(backend)
+            .build()
+            .unwrap();
+        assert_eq!(rt.io_backend(), backend);
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let listeners: Vec<Arc<TcpListener>> = rt.block_on(async {
+            let mut v = Vec::new();
+            for _ in 0..1000 {
+                v.push(Arc::new(TcpListener::bind("127.0.0.1:0").await.unwrap()));
+            }
+            v
+        });
+        let mut tasks = Vec::new();
+        for listener in &listeners {
+            for _ in 0..10 {
+                let listener = listener.clone();
+                let accepted = accepted.clone();
+                tasks.push(rt.spawn(async move {
+                    let _conn = listener.accept().await.unwrap();
+                    accepted.fetch_add(1, Ordering::SeqCst);
+                }));
+            }
+        }
+        for i in 0..10_000u64 {
+            tasks.push(rt.spawn(async move {
+                fairlane::time::sleep(Duration::from_secs(3600 + i % 1000)).await;
+            }));
+        }
+        // Let every operation start and the processors fall asleep.
+        rt.block_on(fairlane::time::sleep(Duration::from_millis(300)));
+        let wall = Instant::now();
+        let before = cpu_time();
+        std::thread::sleep(Duration::from_secs(1));
+        let used = cpu_time() - before;
+        let wall = wall.elapsed();
+        assert!(
+            used < wall / 20,
+            "{backend}: idle runtime used {used:?} of CPU in {wall:?}"
+        );
+        // Still alive: a connection to one listener is accepted by exactly
+        // one of its ten acceptors.
+        let addr = listeners[500].local_addr().unwrap();
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while accepted.load(Ordering::SeqCst) == 0 {
+            assert!(
+                Instant::now() < deadline,
+                "{backend}: the connection was never accepted"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(accepted.load(Ordering::SeqCst), 1, "{backend}");
+        for t in &tasks {
+            t.abort();
+        }
+        drop(tasks);
+        drop(rt);
+    }
+}

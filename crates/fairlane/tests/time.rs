@@ -1,0 +1,235 @@
+//! Timers: order, cancellation by `timeout`, intervals, timers set from
+//! threads that are not processors, and an idle runtime full of pending
+//! timers that uses no CPU. Run on both I/O backends (the timer wheel is the
+//! same, but the processors sleep in a different engine).
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use fairlane::io::IoBackend;
+use fairlane::time::{interval, sleep, sleep_until, timeout};
+use fairlane::Runtime;
+
+fn runtime(backend: IoBackend, processors: usize) -> Runtime {
+    let rt = Runtime::builder()
+        .processors(processors)
+        .io_backend(backend)
+        .build()
+        .expect("build runtime");
+    assert_eq!(rt.io_backend(), backend);
+    rt
+}
+
+// Every test takes the serial lock: the CPU-time test measures the whole
+// process, so nothing else may run beside it.
+const BACKENDS: [IoBackend; 2] = [IoBackend::IoUring, IoBackend::Fallback];
+
+#[test]
+fn timers_fire_in_deadline_order() {
+    let _serial = common::serial();
+    const SPACING: Duration = Duration::from_millis(30);
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let start = Instant::now() + Duration::from_millis(20);
+        let deadline = move |i: usize| start + SPACING * i as u32;
+        // Spawned in scrambled order, deadlines 30 ms apart.
+        let order = [7usize, 2, 9, 0, 5, 1, 8, 3, 6, 4];
+        let tasks: Vec<_> = order
+            .iter()
+            .map(|&i| {
+                let log = log.clone();
+                rt.spawn(async move {
+                    sleep_until(deadline(i)).await;
+                    log.lock().unwrap().push((i, Instant::now()));
+                })
+            })
+            .collect();
+        rt.block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        let log = log.lock().unwrap();
+        for &(i, at) in log.iter() {
+            assert!(at >= deadline(i), "{backend}: timer {i} fired early");
+        }
+        // The order is the deadlines' order, unless the machine stalled a
+        // task by more than the spacing (then two timers may fire together
+        // and their tasks run in either order): only that is excused.
+        let stalled = log.iter().any(|&(i, at)| at - deadline(i) >= SPACING);
+        let fired: Vec<usize> = log.iter().map(|&(i, _)| i).collect();
+        if !stalled {
+            assert_eq!(fired, (0..10).collect::<Vec<_>>(), "{backend}");
+        } else {
+            eprintln!("{backend}: a task was stalled longer than {SPACING:?}; order not checked: {fired:?}");
+        }
+    }
+}
+
+#[test]
+fn sleep_never_returns_early() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        rt.block_on(async {
+            for ms in [0u64, 1, 2, 5, 13] {
+                let before = Instant::now();
+                sleep(Duration::from_millis(ms)).await;
+                assert!(before.elapsed() >= Duration::from_millis(ms));
+                let t = rt_spawn_sleep(ms).await;
+                assert!(t >= Duration::from_millis(ms));
+            }
+        });
+    }
+}
+
+async fn rt_spawn_sleep(ms: u64) -> Duration {
+    fairlane::spawn(async move {
+        let before = Instant::now();
+        sleep(Duration::from_millis(ms)).await;
+        before.elapsed()
+    })
+    .await
+    .unwrap()
+}
+
+#[test]
+fn timeout_cancels_the_future_and_passes_results() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        let dropped = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        struct Flag(Arc<std::sync::atomic::AtomicBool>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let flag = Flag(dropped.clone());
+        let result = rt.block_on(rt.spawn(async move {
+            timeout(Duration::from_millis(10), async move {
+                let _flag = flag;
+                sleep(Duration::from_secs(3600)).await;
+            })
+            .await
+        }));
+        let err = result.unwrap().unwrap_err();
+        assert_eq!(err.to_string(), "deadline has elapsed");
+        assert!(dropped.load(std::sync::atomic::Ordering::SeqCst));
+        let ok = rt.block_on(timeout(Duration::from_secs(3600), async {
+            sleep(Duration::from_millis(1)).await;
+            7
+        }));
+        assert_eq!(ok, Ok(7));
+    }
+}
+
+#[test]
+fn interval_ticks_on_schedule() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 1);
+        rt.block_on(async {
+            let mut iv = interval(Duration::from_millis(3));
+            let first = iv.tick().await;
+            let mut last = first;
+            for n in 1..=5u32 {
+                let t = iv.tick().await;
+                assert_eq!(t, first + Duration::from_millis(3) * n);
+                assert!(Instant::now() >= t);
+                last = t;
+            }
+            assert_eq!(last - first, Duration::from_millis(15));
+        });
+    }
+}
+
+#[test]
+fn timers_from_plain_threads_wake_sleeping_processors() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        let handle = rt.handle().clone();
+        // Processors are asleep (nothing to do); each thread's sleep is on
+        // a processor's wheel, which must wake to fire it.
+        let threads: Vec<_> = (0..4)
+            .map(|i| {
+                let handle = handle.clone();
+                std::thread::spawn(move || {
+                    handle.block_on(async move {
+                        let before = Instant::now();
+                        sleep(Duration::from_millis(10 + i)).await;
+                        before.elapsed()
+                    })
+                })
+            })
+            .collect();
+        for (i, t) in threads.into_iter().enumerate() {
+            assert!(t.join().unwrap() >= Duration::from_millis(10 + i as u64));
+        }
+    }
+}
+
+#[test]
+fn dropping_many_sleeps_cancels_them() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        rt.block_on(async {
+            let tasks: Vec<_> = (0..1000)
+                .map(|i| fairlane::spawn(async move { sleep(Duration::from_secs(3600 + i)).await }))
+                .collect();
+            fairlane::yield_now().await;
+            for t in &tasks {
+                t.abort();
+            }
+            for t in tasks {
+                assert!(t.await.unwrap_err().is_cancelled());
+            }
+            // The runtime still runs timers.
+            sleep(Duration::from_millis(2)).await;
+        });
+    }
+}
+
+/// CPU time (user + system) this process used, from `getrusage`.
+fn cpu_time() -> Duration {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed local.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
+}
+
+#[test]
+fn idle_runtime_with_10_000_sleeps_uses_no_cpu() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        let tasks: Vec<_> = (0..10_000u64)
+            .map(|i| rt.spawn(async move { sleep(Duration::from_secs(3600 + i % 100)).await }))
+            .collect();
+        // Let every task register its timer and the processors fall asleep.
+        rt.block_on(sleep(Duration::from_millis(200)));
+        let wall = Instant::now();
+        let before = cpu_time();
+        std::thread::sleep(Duration::from_secs(1));
+        let used = cpu_time() - before;
+        let wall = wall.elapsed();
+        // Busy polling would use a whole core (100%); allow 5%.
+        assert!(
+            used < wall / 20,
+            "{backend}: idle runtime used {used:?} of CPU in {wall:?}"
+        );
+        for t in &tasks {
+            t.abort();
+        }
+        drop(tasks);
+    }
+}
