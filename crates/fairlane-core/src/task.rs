@@ -525,9 +525,11 @@ impl<H: Host> Cluster<H> {
     pub fn run_processor(&self, p: usize) {
         if self.sched.start(p) {
             self.run_loop(p);
-            self.host().processor_stopping(p);
         }
         if p < self.capacity() {
+            // Also when `p` was removed before it started: the host may have
+            // set up state for it already.
+            self.host().processor_stopping(p);
             self.sched.finish(p, true);
         }
     }

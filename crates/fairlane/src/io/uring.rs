@@ -292,6 +292,10 @@ impl Ring {
             let cancel = opcode::AsyncCancel::new(key).build().user_data(CANCEL);
             let _ = self.push(proc, st, &cancel, fired);
         }
+        // Hand the cancellations (and anything pushed but never submitted,
+        // such as the wake read of a processor that never ran) to the
+        // kernel now, rather than waiting for them to be flushed.
+        proc.flush(st);
         let deadline = Instant::now() + STOP_PATIENCE;
         loop {
             let in_flight =
