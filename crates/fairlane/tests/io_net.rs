@@ -66,6 +66,7 @@ on_both_backends!(
     io_across_block_in_place,
     io_after_shutdown_is_an_error,
     incoming_and_split_halves_through_futures_io,
+    thousands_of_completions_while_the_processor_is_busy,
 );
 
 async fn echo_server(listener: TcpListener) {
@@ -703,4 +704,58 @@ fn incoming_and_split_halves_through_futures_io(backend: IoBackend) {
         }
         server.await.unwrap();
     });
+}
+
+fn thousands_of_completions_while_the_processor_is_busy(backend: IoBackend) {
+    // One processor, 700 receives in flight on as many sockets; a task that
+    // does not yield holds the processor while all of them complete (more
+    // than the completion queue holds: the kernel keeps the rest in its
+    // overflow list). Every one must still arrive.
+    const N: usize = 700;
+    let rt = runtime(backend, 1);
+    let sockets: Vec<Arc<UdpSocket>> = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..N {
+            v.push(Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()));
+        }
+        v
+    });
+    let received = Arc::new(AtomicUsize::new(0));
+    let go = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for s in &sockets {
+        let (s, received, started) = (s.clone(), received.clone(), started.clone());
+        tasks.push(rt.spawn(async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+            assert_eq!(r.unwrap().0, 1);
+            assert_eq!(buf, b"x");
+            received.fetch_add(1, Ordering::SeqCst);
+        }));
+    }
+    while started.load(Ordering::SeqCst) < N {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let g = go.clone();
+    let busy = rt.spawn(async move {
+        while !g.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+    });
+    // Let the receives reach the kernel before the processor is taken.
+    std::thread::sleep(Duration::from_millis(50));
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for s in &sockets {
+        sender.send_to(b"x", s.local_addr().unwrap()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    go.store(true, Ordering::SeqCst);
+    rt.block_on(async {
+        busy.await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(received.load(Ordering::SeqCst), N);
 }
