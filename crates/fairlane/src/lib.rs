@@ -8,7 +8,10 @@
 //! notice.
 //!
 //! The API follows tokio's shapes: [`Runtime`], [`Builder`], [`Handle`],
-//! [`spawn`], [`JoinHandle`], [`yield_now`].
+//! [`spawn`], [`JoinHandle`], [`yield_now`]. Asynchronous I/O runs on one
+//! io_uring instance per processor, or on an epoll fallback (see [`io`]):
+//! [`time`] (sleep, timeout, interval), [`net`] (TCP, UDP, Unix sockets with
+//! owned buffers and `futures-io` traits) and [`fs`].
 //!
 //! # Limits
 //! Starvation-freedom needs at least one processor that is not stuck in a task

@@ -66,6 +66,8 @@ on_both_backends!(
     io_across_block_in_place,
     io_after_shutdown_is_an_error,
     incoming_and_split_halves_through_futures_io,
+    thousands_of_completions_while_the_processor_is_busy,
+    data_read_by_dropped_reads_lands_in_live_buffers,
 );
 
 async fn echo_server(listener: TcpListener) {
@@ -703,4 +705,191 @@ fn incoming_and_split_halves_through_futures_io(backend: IoBackend) {
         }
         server.await.unwrap();
     });
+}
+
+fn thousands_of_completions_while_the_processor_is_busy(backend: IoBackend) {
+    // One processor, 700 receives in flight on as many sockets; a task that
+    // does not yield holds the processor while all of them complete (more
+    // than the completion queue holds: the kernel keeps the rest in its
+    // overflow list). Every one must still arrive.
+    const N: usize = 700;
+    let rt = runtime(backend, 1);
+    let sockets: Vec<Arc<UdpSocket>> = rt.block_on(async {
+        let mut v = Vec::new();
+        for _ in 0..N {
+            v.push(Arc::new(UdpSocket::bind("127.0.0.1:0").await.unwrap()));
+        }
+        v
+    });
+    let received = Arc::new(AtomicUsize::new(0));
+    let go = Arc::new(AtomicBool::new(false));
+    let started = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for s in &sockets {
+        let (s, received, started) = (s.clone(), received.clone(), started.clone());
+        tasks.push(rt.spawn(async move {
+            started.fetch_add(1, Ordering::SeqCst);
+            let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+            assert_eq!(r.unwrap().0, 1);
+            assert_eq!(buf, b"x");
+            received.fetch_add(1, Ordering::SeqCst);
+        }));
+    }
+    while started.load(Ordering::SeqCst) < N {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let g = go.clone();
+    let busy = rt.spawn(async move {
+        while !g.load(Ordering::SeqCst) {
+            std::hint::spin_loop();
+        }
+    });
+    // Let the receives reach the kernel before the processor is taken.
+    std::thread::sleep(Duration::from_millis(50));
+    let sender = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    for s in &sockets {
+        sender.send_to(b"x", s.local_addr().unwrap()).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(20));
+    go.store(true, Ordering::SeqCst);
+    rt.block_on(async {
+        busy.await.unwrap();
+        for t in tasks {
+            t.await.unwrap();
+        }
+    });
+    assert_eq!(received.load(Ordering::SeqCst), N);
+}
+
+/// A buffer whose spare capacity starts zeroed; when freed without having
+/// been handed back, it reports how many marker bytes the kernel wrote into
+/// it (a read that completed after its future was dropped).
+struct Canary {
+    bytes: Vec<u8>,
+    handed_back: bool,
+    found: Arc<AtomicUsize>,
+    freed: Arc<AtomicUsize>,
+}
+
+const MARK: u8 = 0xAB;
+
+impl Canary {
+    fn new(found: &Arc<AtomicUsize>, freed: &Arc<AtomicUsize>) -> Canary {
+        let mut bytes = vec![0u8; 64];
+        bytes.clear(); // capacity 64, every byte initialised to 0
+        Canary {
+            bytes,
+            handed_back: false,
+            found: found.clone(),
+            freed: freed.clone(),
+        }
+    }
+}
+
+impl Drop for Canary {
+    fn drop(&mut self) {
+        if !self.handed_back {
+            // SAFETY: all 64 bytes of the capacity were initialised (zeroed)
+            // when the Vec was made, and the kernel only writes bytes.
+            let all =
+                unsafe { std::slice::from_raw_parts(self.bytes.as_ptr(), self.bytes.capacity()) };
+            let n = all.iter().filter(|&&b| b == MARK).count();
+            self.found.fetch_add(n, Ordering::SeqCst);
+        }
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+// SAFETY: delegates to the Vec, whose heap block does not move.
+unsafe impl IoBuf for Canary {
+    fn stable_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr()
+    }
+    fn bytes_init(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+// SAFETY: as above.
+unsafe impl IoBufMut for Canary {
+    fn stable_mut_ptr(&mut self) -> *mut u8 {
+        self.bytes.as_mut_ptr()
+    }
+    fn bytes_total(&self) -> usize {
+        self.bytes.capacity()
+    }
+    unsafe fn set_init(&mut self, n: usize) {
+        // SAFETY: forwarded contract.
+        unsafe { self.bytes.set_len(n) }
+    }
+}
+
+fn data_read_by_dropped_reads_lands_in_live_buffers(backend: IoBackend) {
+    // Reads are dropped by a short timeout while a peer keeps sending marker
+    // bytes. A dropped read may still complete (the data arrives before the
+    // cancellation): the kernel then writes into its buffer, which must
+    // still be alive. Every byte sent is found either by a read that
+    // returned or, when its buffer is finally freed, in a dropped read's
+    // buffer: a write into freed memory would be missing from the count.
+    const BYTES: usize = 300;
+    let rt = runtime(backend, 2);
+    for on_processor in [true, false] {
+        let listener = rt.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let sender = std::thread::spawn(move || {
+            use std::io::Write;
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_nodelay(true).unwrap();
+            // About one byte per timer tick, so that data and timeouts
+            // often meet.
+            for i in 0..BYTES {
+                s.write_all(&[MARK]).unwrap();
+                std::thread::sleep(Duration::from_micros(700 + (i as u64 * 37) % 600));
+            }
+        });
+        let found = Arc::new(AtomicUsize::new(0));
+        let freed = Arc::new(AtomicUsize::new(0));
+        let (f, fr) = (found.clone(), freed.clone());
+        let scenario = async move {
+            let (server, _) = listener.accept().await.unwrap();
+            let mut read_back = 0;
+            let mut made = 0;
+            loop {
+                made += 1;
+                let buf = Canary::new(&f, &fr);
+                // On a timeout the read is dropped in flight.
+                let read = fairlane::time::timeout(Duration::from_micros(900), server.read(buf));
+                if let Ok((n, mut buf)) = read.await {
+                    buf.handed_back = true;
+                    let n = n.unwrap();
+                    if n == 0 {
+                        break;
+                    }
+                    assert!(buf.bytes[..n].iter().all(|&b| b == MARK));
+                    read_back += n;
+                }
+            }
+            // Every buffer is freed once its operation is reaped.
+            while fr.load(Ordering::SeqCst) < made {
+                fairlane::time::sleep(Duration::from_millis(1)).await;
+            }
+            read_back
+        };
+        let read_back = if on_processor {
+            rt.block_on(rt.spawn(scenario)).unwrap()
+        } else {
+            rt.block_on(scenario)
+        };
+        sender.join().unwrap();
+        eprintln!(
+            "{backend} on processor {on_processor}: {read_back} read, {} in dropped buffers",
+            found.load(Ordering::SeqCst)
+        );
+        assert_eq!(
+            read_back + found.load(Ordering::SeqCst),
+            BYTES,
+            "{backend} (on a processor: {on_processor}): {read_back} read, {} found in dropped buffers",
+            found.load(Ordering::SeqCst)
+        );
+    }
 }

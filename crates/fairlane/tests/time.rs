@@ -233,3 +233,56 @@ fn idle_runtime_with_10_000_sleeps_uses_no_cpu() {
         drop(tasks);
     }
 }
+
+#[test]
+fn timers_from_everywhere_under_churn() {
+    let _serial = common::serial();
+    for backend in BACKENDS {
+        let rt = runtime(backend, 2);
+        // Tasks and plain threads set, cancel and await timers at once; every
+        // sleep that is awaited completes, none early.
+        let tasks: Vec<_> = (0..64u64)
+            .map(|t| {
+                rt.spawn(async move {
+                    let mut rng = common::Rng::new(t + 1);
+                    for _ in 0..20 {
+                        let d = Duration::from_micros(rng.below(3000) as u64);
+                        if rng.below(2) == 0 {
+                            let before = Instant::now();
+                            sleep(d).await;
+                            assert!(before.elapsed() >= d);
+                        } else {
+                            // Cancelled by the timeout (or completes first).
+                            let _ = timeout(d, sleep(d * 2)).await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let threads: Vec<_> = (0..3u64)
+            .map(|t| {
+                let handle = rt.handle().clone();
+                std::thread::spawn(move || {
+                    let mut rng = common::Rng::new(100 + t);
+                    handle.block_on(async move {
+                        for _ in 0..30 {
+                            let d = Duration::from_micros(rng.below(2000) as u64);
+                            let before = Instant::now();
+                            let r = timeout(d * 3, sleep(d)).await;
+                            assert!(r.is_ok() || before.elapsed() >= d * 3);
+                            assert!(before.elapsed() >= d);
+                        }
+                    })
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        rt.block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+    }
+}

@@ -1,5 +1,5 @@
 //! Files: [`File`], [`OpenOptions`], and the whole-file helpers [`read`],
-//! [`write`], [`remove_file`], [`create_dir_all`].
+//! [`write`](fn@write), [`remove_file`], [`create_dir_all`].
 //!
 //! With io_uring, opening, reading, writing, syncing and removing are ring
 //! operations (the kernel runs the blocking parts on its own workers); in

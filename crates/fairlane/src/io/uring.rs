@@ -211,25 +211,41 @@ impl Ring {
     /// wakers onto `fired`, abandoned resources freed.
     pub(crate) fn reap(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
         let mut rearm = false;
-        {
-            // SAFETY: the processor's lock is held, so no other
-            // CompletionQueue of this ring exists.
-            let mut cq = unsafe { self.ring.completion_shared() };
-            if cq.is_empty() {
-                fired.append(&mut st.pending_wakers);
-                return;
-            }
-            for cqe in &mut cq {
-                match cqe.user_data() {
-                    WAKE => {
-                        st.wake_armed = false;
-                        st.woken = true;
-                        rearm = !st.stopped;
+        // Completions the kernel could not fit in the queue wait in its
+        // overflow list until an enter with GETEVENTS moves them in: a busy
+        // processor may not enter for a while, so do it here (it submits
+        // nothing, so any thread may).
+        for _ in 0..4 {
+            {
+                // SAFETY: the processor's lock is held, so no other
+                // CompletionQueue of this ring exists.
+                let mut cq = unsafe { self.ring.completion_shared() };
+                for cqe in &mut cq {
+                    match cqe.user_data() {
+                        WAKE => {
+                            st.wake_armed = false;
+                            st.woken = true;
+                            rearm = !st.stopped;
+                        }
+                        CANCEL => {}
+                        key => complete(proc, st, key as usize, cqe.result(), fired),
                     }
-                    CANCEL => {}
-                    key => complete(proc, st, key as usize, cqe.result(), fired),
                 }
             }
+            // SAFETY: the lock is held; only the flags word is read.
+            if !unsafe { self.ring.submission_shared() }.cq_overflow() {
+                break;
+            }
+            // SAFETY: `io_uring_enter` with nothing to submit, waiting for
+            // nothing, no argument: it only flushes the overflow list.
+            let _ = unsafe {
+                self.ring.submitter().enter::<libc::sigset_t>(
+                    0,
+                    0,
+                    io_uring::EnterFlags::GETEVENTS.bits(),
+                    None,
+                )
+            };
         }
         if rearm {
             // A failure leaves the ring without wake-ups from `unpark`;
