@@ -49,7 +49,15 @@ thread_local! {
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
     /// Helping state of this processor thread: the processor it watches,
     /// that one's iteration count when sampled, and a random state.
+    /// This processor thread's scheduling iterations (see `poll_own`).
+    static ITERATION: Cell<u64> = const { Cell::new(0) };
     static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
+    /// This thread's copy of a driver's engine table for helping: driver
+    /// id, the table's version, the engines. Refreshed when the version
+    /// changes, so that helping never takes the table's lock (a shared
+    /// read lock taken every few iterations by every processor costs a
+    /// contended atomic read-modify-write each time).
+    static HELP_SNAPSHOT: RefCell<(usize, u64, Vec<Arc<Proc>>)> = const { RefCell::new((0, 0, Vec::new())) };
 }
 
 struct Current {
@@ -185,6 +193,9 @@ pub(crate) struct Driver {
     procs: RwLock<Vec<Arc<Proc>>>,
     /// Round-robin choice of a ring for threads that are not processors.
     foreign: AtomicUsize,
+    /// Bumped (under the write lock) whenever `procs` changes: see
+    /// `HELP_SNAPSHOT`.
+    procs_version: AtomicU64,
     shut_down: AtomicBool,
     submit_thread: Arc<SubmitThread>,
 }
@@ -205,7 +216,8 @@ pub(crate) struct Proc {
     pub(crate) outstanding: AtomicUsize,
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
-    /// Bumped by the owner at every scheduling iteration (helpers compare).
+    /// The owner's scheduling iterations, published every HELP_PERIOD of
+    /// them (helpers compare; see `poll_own`).
     iterations: AtomicU64,
     submit_thread: Arc<SubmitThread>,
 }
@@ -243,6 +255,7 @@ impl Driver {
             epoch: Instant::now(),
             procs: RwLock::new(Vec::new()),
             foreign: AtomicUsize::new(0),
+            procs_version: AtomicU64::new(1),
             shut_down: AtomicBool::new(false),
             submit_thread: Arc::new(SubmitThread {
                 state: Mutex::new(SubmitState::default()),
@@ -280,6 +293,7 @@ impl Driver {
         if procs[p].lock().stopped && !self.shut_down.load(Ordering::Acquire) {
             procs[p] = self.new_proc(p)?;
         }
+        self.procs_version.fetch_add(1, Ordering::Release);
         Ok(procs[p].clone())
     }
 
@@ -421,8 +435,21 @@ impl Driver {
     }
 
     fn poll_own(&self, proc: &Arc<Proc>) {
-        let iteration = proc.iterations.load(Ordering::Relaxed) + 1;
-        proc.iterations.store(iteration, Ordering::Relaxed);
+        // Counted in a thread-local; the shared `iterations`, which helpers
+        // read, is written only every HELP_PERIOD iterations: a line that
+        // other processors read and the owner wrote on every iteration would
+        // cost the owner a cache miss after each of their reads. A helper
+        // therefore sees progress in steps of HELP_PERIOD; an owner that
+        // made fewer iterations between two looks may be drained needlessly
+        // (harmless: draining takes the owner's lock only if it is free).
+        let iteration = ITERATION.with(|c| {
+            let v = c.get().wrapping_add(1);
+            c.set(v);
+            v
+        });
+        if iteration % u64::from(HELP_PERIOD) == 0 {
+            proc.iterations.store(iteration, Ordering::Relaxed);
+        }
         let timers_due = {
             let next = proc.next_timer.load(Ordering::Relaxed);
             next != NO_TIMER && next <= self.now_tick()
@@ -477,38 +504,49 @@ impl Driver {
     /// helper's lanes. The age rule of the ready queue, counted in the
     /// helper's own scheduling iterations instead of clock ticks.
     fn help(&self, own: &Arc<Proc>) {
-        let procs = self.procs();
-        let n = procs.len();
-        if n < 2 {
-            return;
-        }
-        // Each look checks the processor sampled at the previous look (16
-        // iterations ago) and samples the next one, chosen at random.
-        let (watched, seen, mut rng) = WATCH.with(Cell::get);
-        rng ^= rng << 13;
-        rng ^= rng >> 17;
-        rng ^= rng << 5;
-        let mut next = rng as usize % n;
-        if next == own.index {
-            next = (next + 1) % n;
-        }
-        WATCH.with(|w| w.set((next, procs[next].iterations.load(Ordering::Relaxed), rng)));
-        let Some(other) = procs.get(watched).filter(|q| q.index != own.index).cloned() else {
+        let version = self.procs_version.load(Ordering::Acquire);
+        let watched = HELP_SNAPSHOT.with(|snapshot| {
+            let mut snapshot = snapshot.borrow_mut();
+            if snapshot.0 != self.id || snapshot.1 != version {
+                *snapshot = (self.id, version, self.procs().clone());
+            }
+            let procs = &snapshot.2;
+            let n = procs.len();
+            if n < 2 {
+                return None;
+            }
+            // Each look checks the processor sampled at the previous look
+            // (16 iterations ago) and samples the next one, at random.
+            let (watched, seen, mut rng) = WATCH.with(Cell::get);
+            rng ^= rng << 13;
+            rng ^= rng >> 17;
+            rng ^= rng << 5;
+            let mut next = rng as usize % n;
+            if next == own.index {
+                next = (next + 1) % n;
+            }
+            WATCH.with(|w| w.set((next, procs[next].iterations.load(Ordering::Relaxed), rng)));
+            // Only a processor that is stuck (not through its loop since the
+            // last look, and not asleep) with work in its engine is cloned
+            // out to be drained: no reference-count traffic otherwise.
+            let other = procs.get(watched).filter(|q| q.index != own.index)?;
+            let stuck = other.iterations.load(Ordering::Relaxed) == seen
+                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
+            if !stuck {
+                return None;
+            }
+            let timers_due = {
+                let t = other.next_timer.load(Ordering::Relaxed);
+                t != NO_TIMER && t <= self.now_tick()
+            };
+            if other.outstanding.load(Ordering::Relaxed) == 0 && !timers_due {
+                return None;
+            }
+            Some(other.clone())
+        });
+        let Some(other) = watched else {
             return;
         };
-        drop(procs);
-        let stuck = other.iterations.load(Ordering::Relaxed) == seen
-            && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
-        if !stuck {
-            return;
-        }
-        let timers_due = {
-            let t = other.next_timer.load(Ordering::Relaxed);
-            t != NO_TIMER && t <= self.now_tick()
-        };
-        if other.outstanding.load(Ordering::Relaxed) == 0 && !timers_due {
-            return;
-        }
         self.drain_other(&other);
     }
 
