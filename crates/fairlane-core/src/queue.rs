@@ -49,9 +49,6 @@ pub(crate) struct Local {
     pub(crate) stop: AtomicU8,
     /// This processor's reader flag of the resize lock (`resize.md`).
     pub(crate) reading: AtomicBool,
-    /// The slot holds a processor of the cluster. Written only under the
-    /// resize lock's write side.
-    pub(crate) active: AtomicBool,
     /// A thread has been promised this slot (by `add`) and has not yet
     /// returned from running it: the slot cannot be reused before that.
     pub(crate) occupied: AtomicBool,
@@ -102,7 +99,6 @@ impl Local {
             counters: Counters::default(),
             stop: AtomicU8::new(0),
             reading: AtomicBool::new(false),
-            active: AtomicBool::new(false),
             occupied: AtomicBool::new(false),
             generation: AtomicU32::new(0),
             current: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
@@ -147,6 +143,12 @@ pub(crate) struct ReadyQueue<T> {
     /// The active slots, `shared.active_count` of them, in ascending order.
     /// Written only under the resize lock's write side.
     active: Box<[AtomicUsize]>,
+    /// Per slot: it holds a processor of the cluster. Written only under the
+    /// resize lock's write side. Kept apart from `Local`, which its owner
+    /// writes on every iteration: other processors read these flags (help
+    /// draws, pushes naming a preferred processor), and reading them from
+    /// the owner's hot line would cost the owner a miss on its next write.
+    slot_active: Box<[AtomicBool]>,
     /// See `Config::priority_bound`.
     priority_bound: usize,
     help_period: usize,
@@ -204,12 +206,13 @@ impl<T> ReadyQueue<T> {
                 active_count: AtomicUsize::new(0),
             }),
             active: (0..capacity).map(|_| AtomicUsize::new(0)).collect(),
+            slot_active: (0..capacity).map(|_| AtomicBool::new(false)).collect(),
             outside: CachePadded::new(AtomicUsize::new(0)),
             near,
         };
         for p in 0..config.processors {
             let local = &queue.local[p];
-            local.active.store(true, Ordering::Relaxed);
+            queue.slot_active[p].store(true, Ordering::Relaxed);
             local.occupied.store(true, Ordering::Relaxed);
         }
         queue.rebuild_active();
@@ -242,7 +245,7 @@ impl<T> ReadyQueue<T> {
     /// Whether `p` is an active slot.
     #[inline]
     pub(crate) fn is_active(&self, p: usize) -> bool {
-        p < self.capacity() && self.local[p].active.load(Ordering::Relaxed)
+        p < self.capacity() && self.slot_active[p].load(Ordering::Relaxed)
     }
 
     /// Whether `id` names a processor of the cluster now.
@@ -267,7 +270,7 @@ impl<T> ReadyQueue<T> {
     fn rebuild_active(&self) {
         let mut count = 0;
         for p in 0..self.capacity() {
-            if self.local[p].active.load(Ordering::Relaxed) {
+            if self.slot_active[p].load(Ordering::Relaxed) {
                 self.active[count].store(p, Ordering::Relaxed);
                 count += 1;
             }
@@ -280,7 +283,7 @@ impl<T> ReadyQueue<T> {
     pub(crate) fn add(&self) -> Option<usize> {
         let p = (0..self.capacity()).find(|&p| {
             let local = &self.local[p];
-            !local.active.load(Ordering::Relaxed) && !local.occupied.load(Ordering::Acquire)
+            !self.slot_active[p].load(Ordering::Relaxed) && !local.occupied.load(Ordering::Acquire)
         })?;
         let local = &self.local[p];
         let generation = local.generation.load(Ordering::Relaxed);
@@ -290,7 +293,7 @@ impl<T> ReadyQueue<T> {
         local.stop.store(0, Ordering::Relaxed);
         local.help_target.store(NO_TARGET, Ordering::Relaxed);
         local.occupied.store(true, Ordering::Relaxed);
-        local.active.store(true, Ordering::Relaxed);
+        self.slot_active[p].store(true, Ordering::Relaxed);
         self.rebuild_active();
         Some(p)
     }
@@ -303,7 +306,7 @@ impl<T> ReadyQueue<T> {
     /// one other processor active.
     pub(crate) fn remove(&self, p: usize) -> Vec<T> {
         let local = &self.local[p];
-        local.active.store(false, Ordering::Relaxed);
+        self.slot_active[p].store(false, Ordering::Relaxed);
         local.stop.fetch_or(REMOVED, Ordering::Relaxed);
         self.rebuild_active();
         let n = self.processors();

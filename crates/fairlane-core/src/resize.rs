@@ -11,6 +11,8 @@
 //! in a shared counter for the length of one push. The writer sets its bit,
 //! then waits for every flag and for the counter to drop.
 
+use crossbeam_utils::CachePadded;
+
 use crate::sync::{fence, spin_hint, AtomicBool, AtomicUsize, Ordering};
 
 /// The shared words of the lock. The per-processor reader flags live with
@@ -20,14 +22,16 @@ pub struct ResizeLock {
     /// Set while a writer holds, or waits for, the lock.
     writer: AtomicBool,
     /// Threads that are not processors and hold the read side right now.
-    remote: AtomicUsize,
+    /// On a line of its own: every outside push writes it twice, and the
+    /// writer bit beside `closed` is read by every processor every iteration.
+    remote: CachePadded<AtomicUsize>,
 }
 
 impl ResizeLock {
     pub fn new() -> Self {
         Self {
             writer: AtomicBool::new(false),
-            remote: AtomicUsize::new(0),
+            remote: CachePadded::new(AtomicUsize::new(0)),
         }
     }
 
