@@ -23,15 +23,13 @@
 mod common;
 
 use std::collections::HashSet;
-use std::future::Future;
 use std::io::ErrorKind;
-use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll, Waker};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use common::wake_load::{chains_progress, run_chains, PingPong, WakeLoad};
 use common::{serial, with_deadline, DropCounter, Rng, Signal};
 use fairlane::task::{current_processor, ProcessorId};
 use fairlane::{Cluster, Handle, Runtime};
@@ -252,198 +250,44 @@ fn assert_runs_on(rt: &Runtime, ids: &[ProcessorId]) {
 // 1. Resize under load: exactly once (the protocol of exactly_once.rs).
 // ---------------------------------------------------------------------------
 
-const INIT: u8 = 0;
-const RUNNING: u8 = 1;
-const PARKED: u8 = 2;
-const WOKEN: u8 = 3;
-const DONE: u8 = 4;
-
-#[derive(Default)]
-struct Target {
-    state: AtomicU8,
-    waker: Mutex<Option<Waker>>,
-    in_poll: AtomicBool,
-    polls: AtomicU64,
-    consumed: AtomicU64,
-    spurious: AtomicU64,
-    concurrent: AtomicU64,
-    wakes_sent: AtomicU64,
-    completions: AtomicU64,
-}
-
-struct Load {
-    targets: Vec<Target>,
-    finish: AtomicBool,
-    task_budget: AtomicI64,
-    thread_budget: AtomicI64,
-    from_tasks: AtomicU64,
-    from_threads: AtomicU64,
-    /// Yield iterations of the yielding tasks, one counter each.
-    yields: Vec<AtomicU64>,
-    /// Completions of the yielding tasks.
-    yielders_done: Vec<AtomicU64>,
-}
-
-impl Load {
-    fn try_wake(&self, i: usize, by_value: bool) -> bool {
-        let t = &self.targets[i];
-        if t.state
-            .compare_exchange(PARKED, WOKEN, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return false;
-        }
-        t.wakes_sent.fetch_add(1, Ordering::Relaxed);
-        let waker = t
-            .waker
-            .lock()
-            .unwrap()
-            .clone()
-            .expect("a parked target has stored its waker");
-        if by_value {
-            waker.wake();
-        } else {
-            waker.wake_by_ref();
-        }
-        true
-    }
-
-    fn totals(&self) -> String {
-        let sum = |f: fn(&Target) -> &AtomicU64| -> u64 {
-            self.targets
-                .iter()
-                .map(|t| f(t).load(Ordering::Relaxed))
-                .sum()
-        };
-        let yields: u64 = self.yields.iter().map(|y| y.load(Ordering::Relaxed)).sum();
-        format!(
-            "wakes {} (from tasks {}, from threads {}), polls {}, spurious {}, concurrent {}, \
-             budget left {} + {}, yields {yields}",
-            sum(|t| &t.wakes_sent),
-            self.from_tasks.load(Ordering::Relaxed),
-            self.from_threads.load(Ordering::Relaxed),
-            sum(|t| &t.polls),
-            sum(|t| &t.spurious),
-            sum(|t| &t.concurrent),
-            self.task_budget.load(Ordering::Relaxed),
-            self.thread_budget.load(Ordering::Relaxed),
-        )
-    }
-}
-
-struct Parked {
-    load: Arc<Load>,
-    i: usize,
-}
-
-impl Future for Parked {
-    type Output = ();
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        let t = &self.load.targets[self.i];
-        if t.in_poll.swap(true, Ordering::AcqRel) {
-            t.concurrent.fetch_add(1, Ordering::Relaxed);
-        }
-        let first = t.polls.fetch_add(1, Ordering::Relaxed) == 0;
-        match t.state.swap(RUNNING, Ordering::AcqRel) {
-            WOKEN => {
-                t.consumed.fetch_add(1, Ordering::Relaxed);
-            }
-            INIT if first => {}
-            _ => {
-                t.spurious.fetch_add(1, Ordering::Relaxed);
-            }
-        }
-        if self.load.finish.load(Ordering::Acquire) {
-            t.state.store(DONE, Ordering::Release);
-            t.completions.fetch_add(1, Ordering::Relaxed);
-            t.in_poll.store(false, Ordering::Release);
-            return Poll::Ready(());
-        }
-        {
-            let mut slot = t.waker.lock().unwrap();
-            if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                *slot = Some(cx.waker().clone());
-            }
-        }
-        t.state.store(PARKED, Ordering::Release);
-        t.in_poll.store(false, Ordering::Release);
-        Poll::Pending
-    }
-}
-
 const TARGETS: usize = 200;
 const YIELDERS: usize = 200;
 const YIELDS: u64 = 200;
 const MAX: usize = 6;
 
+/// Yielding tasks beside the wake load: iterations and completions, one
+/// counter each.
+struct Yielders {
+    yields: Vec<AtomicU64>,
+    done: Vec<AtomicU64>,
+}
+
 fn resize_under_load(task_wakes: i64, thread_wakes: i64, seed: u64) {
     let _serial = serial();
-    let load = Arc::new(Load {
-        targets: (0..TARGETS).map(|_| Target::default()).collect(),
-        finish: AtomicBool::new(false),
-        task_budget: AtomicI64::new(task_wakes),
-        thread_budget: AtomicI64::new(thread_wakes),
-        from_tasks: AtomicU64::new(0),
-        from_threads: AtomicU64::new(0),
+    let load = WakeLoad::new(TARGETS, task_wakes, thread_wakes);
+    let yielders = Arc::new(Yielders {
         yields: (0..YIELDERS).map(|_| AtomicU64::new(0)).collect(),
-        yielders_done: (0..YIELDERS).map(|_| AtomicU64::new(0)).collect(),
+        done: (0..YIELDERS).map(|_| AtomicU64::new(0)).collect(),
     });
     let l = load.clone();
     let (log, ops_during_load) = with_deadline("resize_under_load", HANG, move || l.totals(), {
-        let load = load.clone();
-        move || run_resize_under_load(load, seed)
+        let (load, yielders) = (load.clone(), yielders.clone());
+        move || run_resize_under_load(load, yielders, seed)
     });
 
-    for (i, t) in load.targets.iter().enumerate() {
-        let sent = t.wakes_sent.load(Ordering::Relaxed);
-        let polls = t.polls.load(Ordering::Relaxed);
-        assert_eq!(
-            t.concurrent.load(Ordering::Relaxed),
-            0,
-            "target {i} polled concurrently"
-        );
-        assert_eq!(
-            t.spurious.load(Ordering::Relaxed),
-            0,
-            "target {i} was polled without a wake ({sent} wakes, {polls} polls)"
-        );
-        assert_eq!(
-            t.consumed.load(Ordering::Relaxed),
-            sent,
-            "target {i}: wakes consumed"
-        );
-        assert_eq!(
-            polls,
-            sent + 1,
-            "target {i}: one poll per wake, plus the first"
-        );
-        assert_eq!(t.state.load(Ordering::Relaxed), DONE, "target {i}");
-        assert_eq!(
-            t.completions.load(Ordering::Relaxed),
-            1,
-            "target {i} completions"
-        );
-    }
+    load.assert_exactly_once();
     for i in 0..YIELDERS {
         assert_eq!(
-            load.yields[i].load(Ordering::Relaxed),
+            yielders.yields[i].load(Ordering::Relaxed),
             YIELDS,
             "yielder {i} iterations"
         );
         assert_eq!(
-            load.yielders_done[i].load(Ordering::Relaxed),
+            yielders.done[i].load(Ordering::Relaxed),
             1,
             "yielder {i} completions"
         );
     }
-    let from_tasks = load.from_tasks.load(Ordering::Relaxed);
-    let from_threads = load.from_threads.load(Ordering::Relaxed);
-    assert!(
-        from_tasks >= task_wakes as u64 && from_threads >= thread_wakes as u64,
-        "budgets not spent: {}",
-        load.totals()
-    );
     // The resizing must actually have overlapped the workload.
     assert!(
         ops_during_load >= 10 && log.adds > 0 && log.removes > 0,
@@ -455,98 +299,34 @@ fn resize_under_load(task_wakes: i64, thread_wakes: i64, seed: u64) {
     );
 }
 
-fn run_resize_under_load(load: Arc<Load>, seed: u64) -> (ResizeLog, u64) {
-    const SENDER_TASKS: usize = 4;
-    const SENDER_THREADS: usize = 2;
-    const BATCH: usize = 32;
-    let n = load.targets.len();
+fn run_resize_under_load(
+    load: Arc<WakeLoad>,
+    yielders: Arc<Yielders>,
+    seed: u64,
+) -> (ResizeLog, u64) {
     let rt = build(Runtime::builder().processors(2).max_processors(MAX));
     let cluster = rt.handle().cluster();
     let resizer = Resizer::start(cluster.clone(), MAX, seed);
 
-    let targets: Vec<_> = (0..n)
+    let running = load.start(&rt, seed);
+    let yielding: Vec<_> = (0..YIELDERS)
         .map(|i| {
-            rt.spawn(Parked {
-                load: load.clone(),
-                i,
-            })
-        })
-        .collect();
-    let yielders: Vec<_> = (0..YIELDERS)
-        .map(|i| {
-            let load = load.clone();
+            let yielders = yielders.clone();
             rt.spawn(async move {
                 for _ in 0..YIELDS {
-                    load.yields[i].fetch_add(1, Ordering::Relaxed);
+                    yielders.yields[i].fetch_add(1, Ordering::Relaxed);
                     fairlane::yield_now().await;
                 }
-                load.yielders_done[i].fetch_add(1, Ordering::Relaxed);
+                yielders.done[i].fetch_add(1, Ordering::Relaxed);
             })
         })
         .collect();
-    let sender_tasks: Vec<_> = (0..SENDER_TASKS)
-        .map(|k| {
-            let load = load.clone();
-            rt.spawn(async move {
-                let mut rng = Rng::new(seed + k as u64 + 1);
-                while load.task_budget.load(Ordering::Relaxed) > 0 {
-                    for _ in 0..BATCH {
-                        let by_value = rng.next_u64() & 1 == 0;
-                        if load.try_wake(rng.below(n), by_value) {
-                            load.task_budget.fetch_sub(1, Ordering::Relaxed);
-                            load.from_tasks.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    fairlane::yield_now().await;
-                }
-            })
-        })
-        .collect();
-    let sender_threads: Vec<_> = (0..SENDER_THREADS)
-        .map(|k| {
-            let load = load.clone();
-            thread::spawn(move || {
-                let mut rng = Rng::new(seed + 1000 + k as u64);
-                while load.thread_budget.load(Ordering::Relaxed) > 0 {
-                    for _ in 0..BATCH {
-                        let by_value = rng.next_u64() & 1 == 0;
-                        if load.try_wake(rng.below(n), by_value) {
-                            load.thread_budget.fetch_sub(1, Ordering::Relaxed);
-                            load.from_threads.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                    thread::yield_now();
-                }
-            })
-        })
-        .collect();
-
-    for t in sender_threads {
-        t.join().unwrap();
-    }
     rt.block_on(async {
-        for t in sender_tasks {
-            t.await.unwrap();
-        }
-        for t in yielders {
+        for t in yielding {
             t.await.unwrap();
         }
     });
-    load.finish.store(true, Ordering::SeqCst);
-    for i in 0..n {
-        loop {
-            match load.targets[i].state.load(Ordering::Acquire) {
-                DONE => break,
-                PARKED if load.try_wake(i, i % 2 == 0) => break,
-                _ => thread::yield_now(),
-            }
-        }
-    }
-    rt.block_on(async {
-        for t in targets {
-            t.await.unwrap();
-        }
-    });
+    load.finish(&rt, running);
     let ops_during_load = resizer.ops();
     let log = resizer.finish();
     assert_eq!(
@@ -572,48 +352,6 @@ fn resize_under_load_wakes_from_outside_threads_only() {
 // 2. Resize under ping-pong chains: no lost wake-up.
 // ---------------------------------------------------------------------------
 
-struct PingPong {
-    to_a: Arc<Signal>,
-    to_b: Arc<Signal>,
-    ball: AtomicU64,
-}
-
-impl PingPong {
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            to_a: Signal::new(),
-            to_b: Signal::new(),
-            ball: AtomicU64::new(0),
-        })
-    }
-
-    fn a_hits(&self, i: u64) {
-        assert_eq!(self.ball.load(Ordering::Acquire), 2 * i, "A's turn {i}");
-        self.ball.store(2 * i + 1, Ordering::Release);
-        self.to_b.notify();
-    }
-
-    fn b_hits(&self, i: u64) {
-        assert_eq!(self.ball.load(Ordering::Acquire), 2 * i + 1, "B's turn {i}");
-        self.ball.store(2 * i + 2, Ordering::Release);
-        self.to_a.notify();
-    }
-}
-
-async fn side_a(pp: Arc<PingPong>, n: u64) {
-    for i in 0..n {
-        pp.a_hits(i);
-        pp.to_a.wait().await;
-    }
-}
-
-async fn side_b(pp: Arc<PingPong>, n: u64) {
-    for i in 0..n {
-        pp.to_b.wait().await;
-        pp.b_hits(i);
-    }
-}
-
 #[test]
 fn ping_pong_chains_survive_resizing() {
     const TASK_PAIRS: usize = 4;
@@ -623,48 +361,15 @@ fn ping_pong_chains_survive_resizing() {
     let pairs: Vec<_> = (0..TASK_PAIRS + THREAD_PAIRS)
         .map(|_| PingPong::new())
         .collect();
-    let watched = pairs.clone();
-    let progress = move || {
-        let balls: Vec<u64> = watched
-            .iter()
-            .map(|p| p.ball.load(Ordering::Relaxed))
-            .collect();
-        format!("balls at {balls:?} of {}", 2 * STEPS)
-    };
+    let progress = chains_progress(&pairs, STEPS);
     let (ops, log) = with_deadline("ping_pong_resizing", HANG, progress, move || {
         let rt = build(Runtime::builder().processors(2).max_processors(MAX));
         let cluster = rt.handle().cluster();
         let resizer = Resizer::start(cluster.clone(), MAX, 23);
-        let mut tasks = Vec::new();
-        let mut threads = Vec::new();
-        for (k, pp) in pairs.iter().enumerate() {
-            tasks.push(rt.spawn(side_a(pp.clone(), STEPS)));
-            if k < TASK_PAIRS {
-                tasks.push(rt.spawn(side_b(pp.clone(), STEPS)));
-            } else {
-                let pp = pp.clone();
-                threads.push(thread::spawn(move || {
-                    for i in 0..STEPS {
-                        pp.to_b.wait_blocking();
-                        pp.b_hits(i);
-                    }
-                }));
-            }
-        }
-        rt.block_on(async {
-            for t in tasks {
-                t.await.unwrap();
-            }
-        });
-        for t in threads {
-            t.join().unwrap();
-        }
+        run_chains(&rt, &pairs, TASK_PAIRS, STEPS);
         let ops = resizer.ops();
         let log = resizer.finish();
         assert_eq!(sorted(cluster.processors()), sorted(log.live.clone()));
-        for pp in &pairs {
-            assert_eq!(pp.ball.load(Ordering::SeqCst), 2 * STEPS);
-        }
         grow_and_shrink(&rt, &cluster, MAX);
         (ops, log)
     });

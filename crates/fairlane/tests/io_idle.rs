@@ -3,6 +3,8 @@
 //! completion or their earliest timer. Its own test binary, because it
 //! measures the CPU time of the whole process.
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,18 +12,6 @@ use std::time::{Duration, Instant};
 use fairlane::io::IoBackend;
 use fairlane::net::TcpListener;
 use fairlane::Runtime;
-
-/// CPU time (user + system) this process used, from `getrusage`.
-fn cpu_time() -> Duration {
-    // SAFETY: `getrusage` writes one `rusage` into the zeroed local.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
-        usage
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
 
 #[test]
 fn idle_runtime_with_pending_accepts_and_sleeps_uses_no_cpu() {
@@ -59,9 +49,9 @@ fn idle_runtime_with_pending_accepts_and_sleeps_uses_no_cpu() {
         // Let every operation start and the processors fall asleep.
         rt.block_on(fairlane::time::sleep(Duration::from_millis(300)));
         let wall = Instant::now();
-        let before = cpu_time();
+        let before = common::cpu_time();
         std::thread::sleep(Duration::from_secs(1));
-        let used = cpu_time() - before;
+        let used = common::cpu_time() - before;
         let wall = wall.elapsed();
         assert!(
             used < wall / 20,

@@ -195,18 +195,6 @@ fn dropping_many_sleeps_cancels_them() {
     }
 }
 
-/// CPU time (user + system) this process used, from `getrusage`.
-fn cpu_time() -> Duration {
-    // SAFETY: `getrusage` writes one `rusage` into the zeroed local.
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
-        usage
-    };
-    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    tv(usage.ru_utime) + tv(usage.ru_stime)
-}
-
 #[test]
 fn idle_runtime_with_10_000_sleeps_uses_no_cpu() {
     let _serial = common::serial();
@@ -218,9 +206,9 @@ fn idle_runtime_with_10_000_sleeps_uses_no_cpu() {
         // Let every task register its timer and the processors fall asleep.
         rt.block_on(sleep(Duration::from_millis(200)));
         let wall = Instant::now();
-        let before = cpu_time();
+        let before = common::cpu_time();
         std::thread::sleep(Duration::from_secs(1));
-        let used = cpu_time() - before;
+        let used = common::cpu_time() - before;
         let wall = wall.elapsed();
         // Busy polling would use a whole core (100%); allow 5%.
         assert!(

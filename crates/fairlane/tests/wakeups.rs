@@ -8,64 +8,12 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
 use std::thread;
 
-use common::{runtime, serial, with_deadline, Signal, DEADLINE};
+use common::wake_load::{chains_progress, run_chains, PingPong};
+use common::{runtime, serial, with_deadline, DEADLINE};
 
 const ROUND_TRIPS: u64 = 100_000;
-
-/// Two signals and a ball: side A may move the ball only when it is even,
-/// side B only when it is odd, so a skipped or repeated step is caught too.
-struct PingPong {
-    to_a: Arc<Signal>,
-    to_b: Arc<Signal>,
-    ball: AtomicU64,
-}
-
-impl PingPong {
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            to_a: Signal::new(),
-            to_b: Signal::new(),
-            ball: AtomicU64::new(0),
-        })
-    }
-
-    /// A's step `i`: expects `2i`, passes `2i + 1` to B.
-    fn a_hits(&self, i: u64) {
-        assert_eq!(self.ball.load(Ordering::Acquire), 2 * i, "A's turn {i}");
-        self.ball.store(2 * i + 1, Ordering::Release);
-        self.to_b.notify();
-    }
-
-    /// B's step `i`: expects `2i + 1`, passes `2i + 2` to A.
-    fn b_hits(&self, i: u64) {
-        assert_eq!(self.ball.load(Ordering::Acquire), 2 * i + 1, "B's turn {i}");
-        self.ball.store(2 * i + 2, Ordering::Release);
-        self.to_a.notify();
-    }
-
-    fn progress(self: &Arc<Self>) -> impl Fn() -> String {
-        let me = self.clone();
-        move || format!("ball at {}", me.ball.load(Ordering::Relaxed))
-    }
-}
-
-async fn side_a(pp: Arc<PingPong>, n: u64) {
-    for i in 0..n {
-        pp.a_hits(i);
-        pp.to_a.wait().await;
-    }
-}
-
-async fn side_b(pp: Arc<PingPong>, n: u64) {
-    for i in 0..n {
-        pp.to_b.wait().await;
-        pp.b_hits(i);
-    }
-}
 
 fn task_to_task(processors: usize) {
     let _serial = serial();
@@ -73,13 +21,13 @@ fn task_to_task(processors: usize) {
     let progress = pp.progress();
     with_deadline("task_to_task", DEADLINE, progress, move || {
         let rt = runtime(processors);
-        let b = rt.spawn(side_b(pp.clone(), ROUND_TRIPS));
-        let a = rt.spawn(side_a(pp.clone(), ROUND_TRIPS));
+        let b = rt.spawn(pp.clone().side_b(ROUND_TRIPS));
+        let a = rt.spawn(pp.clone().side_a(ROUND_TRIPS));
         rt.block_on(async {
             a.await.unwrap();
             b.await.unwrap();
         });
-        assert_eq!(pp.ball.load(Ordering::SeqCst), 2 * ROUND_TRIPS);
+        assert_eq!(pp.ball(), 2 * ROUND_TRIPS);
     });
 }
 
@@ -108,17 +56,12 @@ fn task_to_thread(processors: usize) {
         let rt = runtime(processors);
         let thread_side = {
             let pp = pp.clone();
-            thread::spawn(move || {
-                for i in 0..ROUND_TRIPS {
-                    pp.to_b.wait_blocking();
-                    pp.b_hits(i);
-                }
-            })
+            thread::spawn(move || pp.side_b_blocking(ROUND_TRIPS))
         };
-        let a = rt.spawn(side_a(pp.clone(), ROUND_TRIPS));
+        let a = rt.spawn(pp.clone().side_a(ROUND_TRIPS));
         rt.block_on(a).unwrap();
         thread_side.join().unwrap();
-        assert_eq!(pp.ball.load(Ordering::SeqCst), 2 * ROUND_TRIPS);
+        assert_eq!(pp.ball(), 2 * ROUND_TRIPS);
     });
 }
 
@@ -142,11 +85,11 @@ fn ping_pong_task_to_block_on() {
     with_deadline("task_to_block_on", DEADLINE, progress, move || {
         let rt = runtime(2);
         rt.block_on(async {
-            let a = fairlane::spawn(side_a(pp.clone(), ROUND_TRIPS));
-            side_b(pp.clone(), ROUND_TRIPS).await;
+            let a = fairlane::spawn(pp.clone().side_a(ROUND_TRIPS));
+            pp.clone().side_b(ROUND_TRIPS).await;
             a.await.unwrap();
         });
-        assert_eq!(pp.ball.load(Ordering::SeqCst), 2 * ROUND_TRIPS);
+        assert_eq!(pp.ball(), 2 * ROUND_TRIPS);
     });
 }
 
@@ -159,42 +102,8 @@ fn many_chains_with_idle_processors() {
     const STEPS: u64 = 50_000;
     let _serial = serial();
     let pairs: Vec<_> = (0..PAIRS + THREAD_PAIRS).map(|_| PingPong::new()).collect();
-    let watched = pairs.clone();
-    let progress = move || {
-        let balls: Vec<u64> = watched
-            .iter()
-            .map(|p| p.ball.load(Ordering::Relaxed))
-            .collect();
-        format!("balls at {balls:?} of {}", 2 * STEPS)
-    };
+    let progress = chains_progress(&pairs, STEPS);
     with_deadline("many_chains", DEADLINE, progress, move || {
-        let rt = runtime(4);
-        let mut tasks = Vec::new();
-        let mut threads = Vec::new();
-        for (k, pp) in pairs.iter().enumerate() {
-            tasks.push(rt.spawn(side_a(pp.clone(), STEPS)));
-            if k < PAIRS {
-                tasks.push(rt.spawn(side_b(pp.clone(), STEPS)));
-            } else {
-                let pp = pp.clone();
-                threads.push(thread::spawn(move || {
-                    for i in 0..STEPS {
-                        pp.to_b.wait_blocking();
-                        pp.b_hits(i);
-                    }
-                }));
-            }
-        }
-        rt.block_on(async {
-            for t in tasks {
-                t.await.unwrap();
-            }
-        });
-        for t in threads {
-            t.join().unwrap();
-        }
-        for pp in &pairs {
-            assert_eq!(pp.ball.load(Ordering::SeqCst), 2 * STEPS);
-        }
+        run_chains(&runtime(4), &pairs, PAIRS, STEPS);
     });
 }

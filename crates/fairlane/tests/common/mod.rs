@@ -6,6 +6,8 @@
 //! Every test binary includes this module but uses only part of it.
 #![allow(dead_code)]
 
+pub mod wake_load;
+
 use std::future::{poll_fn, Future};
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -187,4 +189,16 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     } else {
         "<non-string panic payload>".to_string()
     }
+}
+
+/// CPU time (user + system) this process used, from `getrusage`.
+pub fn cpu_time() -> std::time::Duration {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed local.
+    let usage = unsafe {
+        let mut usage: libc::rusage = std::mem::zeroed();
+        assert_eq!(libc::getrusage(libc::RUSAGE_SELF, &mut usage), 0);
+        usage
+    };
+    let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    tv(usage.ru_utime) + tv(usage.ru_stime)
 }
