@@ -50,3 +50,14 @@ pub(crate) fn spend() {
         }
     });
 }
+
+/// Waits for budget and spends one unit: for an operation that may complete
+/// without ever waiting (a system call tried before anything is submitted).
+pub(crate) async fn proceed() {
+    std::future::poll_fn(|cx| {
+        std::task::ready!(poll_proceed(cx));
+        spend();
+        Poll::Ready(())
+    })
+    .await
+}

@@ -376,13 +376,20 @@ impl Driver {
         })
     }
 
+    /// An error once the runtime that owns this driver has shut down.
+    pub(crate) fn check_live(&self) -> io::Result<()> {
+        if self.shut_down.load(Ordering::Acquire) {
+            Err(shut_down_error())
+        } else {
+            Ok(())
+        }
+    }
+
     /// Where an operation started on this thread goes: the calling
     /// processor's own engine (`true`), or for other threads one chosen
     /// round-robin (`false`), used under its lock.
     pub(crate) fn target(&self) -> io::Result<(Arc<Proc>, bool)> {
-        if self.shut_down.load(Ordering::Acquire) {
-            return Err(shut_down_error());
-        }
+        self.check_live()?;
         if let Some(proc) = self.current() {
             return Ok((proc, true));
         }

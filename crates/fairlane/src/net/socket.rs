@@ -208,6 +208,14 @@ impl Socket {
         Ok(Socket { reg, fd, driver })
     }
 
+    /// Adopts a listening `fd`: non-blocking in both backends, because
+    /// [`Socket::accept`] calls `accept4` itself.
+    pub(crate) fn listener_from_fd(fd: OwnedFd) -> io::Result<Socket> {
+        let sock = Socket::from_fd(fd)?;
+        set_nonblocking(sock.raw(), true)?;
+        Ok(sock)
+    }
+
     /// A new socket of `domain` and `ty`.
     pub(crate) fn new(domain: libc::c_int, ty: libc::c_int) -> io::Result<Socket> {
         // SAFETY: plain system call without pointers.
@@ -322,30 +330,51 @@ impl Socket {
     }
 
     /// Accepts a connection: the new descriptor, close-on-exec.
+    ///
+    /// The listener is non-blocking in both backends (see
+    /// [`Socket::listener_from_fd`]). With io_uring this tries `accept4`
+    /// first and, while nobody is waiting to be accepted, waits with a
+    /// one-shot `POLL_ADD` rather than with io_uring's own `ACCEPT`: the
+    /// kernel queues an `ACCEPT` as an *exclusive* waiter on the listener,
+    /// so a connection's single wake-up can go to an accept that is being
+    /// cancelled (its future was dropped) and be lost with it, leaving the
+    /// connection in the backlog while a live accept waits forever. A poll
+    /// request is woken together with every other waiter.
     pub(crate) async fn accept(&self) -> io::Result<OwnedFd> {
         let fd = self.raw();
-        let new = if self.uring() {
-            let op = Op::submit(&self.driver, (), true, |_| {
-                opcode::Accept::new(types::Fd(fd), std::ptr::null_mut(), std::ptr::null_mut())
-                    .flags(libc::SOCK_CLOEXEC)
-                    .build()
+        let accept_now = || {
+            // SAFETY: null address pointers are allowed by accept4.
+            cvt(unsafe {
+                libc::accept4(
+                    fd,
+                    std::ptr::null_mut(),
+                    std::ptr::null_mut(),
+                    libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+                )
             })
-            .map_err(|(e, _)| e)?;
-            op.await.0? as RawFd
-        } else {
-            self.reg()
-                .io(Direction::Read, || {
-                    // SAFETY: null address pointers are allowed by accept4.
-                    cvt(unsafe {
-                        libc::accept4(
-                            fd,
-                            std::ptr::null_mut(),
-                            std::ptr::null_mut(),
-                            libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                        )
-                    })
+        };
+        let new = if self.uring() {
+            // A listener that outlived its runtime accepts nothing.
+            self.driver.check_live()?;
+            crate::io::coop::proceed().await;
+            loop {
+                match accept_now() {
+                    Ok(new) => break new,
+                    Err(e)
+                        if matches!(
+                            e.kind(),
+                            io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted
+                        ) => {}
+                    Err(e) => return Err(e),
+                }
+                let op = Op::submit(&self.driver, (), false, |_| {
+                    opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build()
                 })
-                .await?
+                .map_err(|(e, _)| e)?;
+                op.await.0?;
+            }
+        } else {
+            self.reg().io(Direction::Read, accept_now).await?
         };
         // SAFETY: a new descriptor nobody else owns.
         Ok(unsafe { OwnedFd::from_raw_fd(new) })

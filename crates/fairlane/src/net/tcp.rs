@@ -69,7 +69,7 @@ impl TcpListener {
     /// ```
     pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
         Ok(TcpListener {
-            sock: Socket::from_fd(OwnedFd::from(listener))?,
+            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
         })
     }
 

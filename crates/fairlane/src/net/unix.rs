@@ -52,7 +52,7 @@ impl UnixListener {
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
         let listener = std::os::unix::net::UnixListener::bind(path)?;
         Ok(UnixListener {
-            sock: Socket::from_fd(OwnedFd::from(listener))?,
+            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
         })
     }
 
