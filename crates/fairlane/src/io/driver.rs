@@ -478,6 +478,9 @@ impl Driver {
             match &proc.engine {
                 Engine::Uring(ring) => {
                     ring.reap(proc, &mut st, &mut fired);
+                    if is_stable_thread() {
+                        ring.run_task_work(proc, &mut st, &mut fired);
+                    }
                     // Batching: flush past the threshold, or when the task
                     // just run added nothing to what the one before it left.
                     let unflushed = proc.unflushed.load(Ordering::Relaxed);

@@ -81,7 +81,18 @@ impl Ring {
     pub(crate) fn new() -> io::Result<Ring> {
         // Neither SINGLE_ISSUER nor DEFER_TASKRUN: threads that are not the
         // owner submit (foreign threads) and reap (helpers), see driver.md.
-        let ring = IoUring::builder().build(ENTRIES)?;
+        // COOP_TASKRUN (Linux 5.19): the kernel does not interrupt a running
+        // processor with an inter-processor interrupt to run completion work;
+        // it runs at the thread's next kernel entry or return to user mode
+        // (a system call, the scheduler tick), or at once if the thread
+        // sleeps. TASKRUN_FLAG shows pending work in the ring's flags, so the
+        // owner enters for it at its next iteration (`Driver::poll_own`).
+        // Older kernels get the default mode. See driver.md for the measure.
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .setup_taskrun_flag()
+            .build(ENTRIES)
+            .or_else(|_| IoUring::builder().build(ENTRIES))?;
         Ok(Ring {
             ring,
             wake_fd: eventfd()?,
@@ -236,16 +247,7 @@ impl Ring {
             if !unsafe { self.ring.submission_shared() }.cq_overflow() {
                 break;
             }
-            // SAFETY: `io_uring_enter` with nothing to submit, waiting for
-            // nothing, no argument: it only flushes the overflow list.
-            let _ = unsafe {
-                self.ring.submitter().enter::<libc::sigset_t>(
-                    0,
-                    0,
-                    io_uring::EnterFlags::GETEVENTS.bits(),
-                    None,
-                )
-            };
+            self.enter_for_events();
         }
         if rearm {
             // A failure leaves the ring without wake-ups from `unpark`;
@@ -254,6 +256,34 @@ impl Ring {
             let _ = self.arm_wake(proc, st);
         }
         fired.append(&mut st.pending_wakers);
+    }
+
+    /// `io_uring_enter` with nothing to submit and nothing to wait for: it
+    /// moves overflowed completions into the queue and runs the calling
+    /// thread's pending completion work.
+    fn enter_for_events(&self) {
+        // SAFETY: no submissions, no wait, no argument.
+        let _ = unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                0,
+                0,
+                io_uring::EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        };
+    }
+
+    /// Owner's thread, lock held: if completion work of this ring waits for
+    /// a thread to enter the kernel (COOP_TASKRUN), runs this thread's and
+    /// reaps what it posted. Work that belongs to another thread (the
+    /// submission thread's) runs there; the flag then stays set until it
+    /// does, costing this thread one system call per iteration meanwhile.
+    pub(crate) fn run_task_work(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        // SAFETY: the lock is held; only the flags word is read.
+        if unsafe { self.ring.submission_shared() }.taskrun() {
+            self.enter_for_events();
+            self.reap(proc, st, fired);
+        }
     }
 
     /// Waits (without the lock) for a completion, for at most `timeout`;
