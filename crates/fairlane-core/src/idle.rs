@@ -112,6 +112,18 @@ impl Idle {
         }
     }
 
+    /// On processor `p`'s own thread: if `p` committed to sleep (the caller
+    /// runs inside its `Host::park`), sets `WAKE` so that `sleep` returns once
+    /// `park` does. No unpark: the thread is awake, running this.
+    #[inline]
+    pub(crate) fn wake_self(&self, p: usize) {
+        // Relaxed: only `p`'s thread (this one) stores ASLEEP, so this read
+        // sees its own latest store; a WAKE from others needs nothing more.
+        if self.sem[p].load(Ordering::Relaxed) == ASLEEP {
+            self.sem[p].swap(WAKE, Ordering::AcqRel);
+        }
+    }
+
     /// Sets processor `p`'s `sem` to `WAKE`, unparking it if it had
     /// committed to sleep.
     pub(crate) fn wake(&self, p: usize, host: &impl Host) {

@@ -176,11 +176,18 @@ impl<T, H: Host> Scheduler<T, H> {
         let (target, ts) = match here {
             Some(p) if allows(p) => {
                 let ts = self.queue.local[p].now.load(Ordering::Relaxed);
-                // Our own lane: we are awake and will find it.
-                return self
-                    .queue
+                self.queue
                     .push_pinned(p, item, ts)
-                    .map_err(PushError::Closed);
+                    .map_err(PushError::Closed)?;
+                // Our own lane. While running tasks we will find it; but a
+                // push from inside `Host::park` (an I/O completion or a timer
+                // this processor reaps while it sleeps) comes from the
+                // sleeper itself, and only it can take the item: the sleep
+                // must end. Only this thread moves its `sem` to ASLEEP, so
+                // its own relaxed read is exact; the swap to WAKE is what
+                // `Idle::sleep` waits for.
+                self.idle.wake_self(p);
+                return Ok(());
             }
             _ => {
                 let target = preferred.filter(|&p| allows(p)).or_else(|| {

@@ -198,12 +198,18 @@ pub(crate) struct Driver {
     procs_version: AtomicU64,
     shut_down: AtomicBool,
     submit_thread: Arc<SubmitThread>,
+    /// This driver, for its engines (`Proc::driver`).
+    me: Weak<Driver>,
 }
 
 /// One processor's engine, timers and outstanding operations.
 pub(crate) struct Proc {
     pub(crate) index: usize,
     pub(crate) engine: Engine,
+    /// The driver: operations and registrations of a removed processor move
+    /// to another of its engines (not a strong reference: the driver owns
+    /// its engines).
+    pub(crate) driver: Weak<Driver>,
     state: Mutex<State>,
     /// Earliest timer tick (`NO_TIMER`: none); written under the lock, read
     /// without it to keep `poll_events` cheap.
@@ -247,9 +253,10 @@ pub(crate) struct State {
 
 impl Driver {
     /// A driver for `processors` processors on `backend`.
-    pub(crate) fn new(backend: IoBackend, processors: usize) -> io::Result<Driver> {
+    pub(crate) fn new(backend: IoBackend, processors: usize) -> io::Result<Arc<Driver>> {
         let id = NEXT_DRIVER_ID.fetch_add(1, Ordering::Relaxed);
-        let driver = Driver {
+        let driver = Arc::new_cyclic(|me| Driver {
+            me: me.clone(),
             id,
             backend,
             epoch: Instant::now(),
@@ -261,7 +268,7 @@ impl Driver {
                 state: Mutex::new(SubmitState::default()),
                 wake: Condvar::new(),
             }),
-        };
+        });
         for p in 0..processors.max(1) {
             driver.ensure(p)?;
         }
@@ -306,6 +313,7 @@ impl Driver {
         let proc = Arc::new(Proc {
             index,
             engine,
+            driver: self.me.clone(),
             state: Mutex::new(State {
                 ops: Slab::new(),
                 fds: Slab::new(),
@@ -400,6 +408,20 @@ impl Driver {
             .map(|i| &procs[(start + i) % n])
             .find(|p| !p.lock().stopped)
             .map(|p| (p.clone(), false))
+            .ok_or_else(shut_down_error)
+    }
+
+    /// An engine that has not stopped, other than `except`, for what moves
+    /// off a stopping processor: round-robin from the last one chosen.
+    pub(crate) fn live_proc(&self, except: usize) -> io::Result<Arc<Proc>> {
+        self.check_live()?;
+        let procs = self.procs();
+        let n = procs.len();
+        let start = self.foreign.fetch_add(1, Ordering::Relaxed);
+        (0..n)
+            .map(|i| &procs[(start + i) % n])
+            .find(|p| p.index != except && !p.lock().stopped)
+            .cloned()
             .ok_or_else(shut_down_error)
     }
 
@@ -711,13 +733,17 @@ impl Driver {
 
     /// Processor `p` stops for good (runtime shutdown, or the processor is
     /// removed): cancels every operation in flight on its engine and reaps
-    /// every completion before anything they use is freed; their futures
-    /// see `ECANCELED`, and new operations go elsewhere.
+    /// every completion before anything they use is freed (their futures
+    /// submit them again on another engine), moves fallback registrations
+    /// to another engine, and fires its timers; new operations go
+    /// elsewhere. After shutdown, all of them fail instead (driver.md,
+    /// "Stopping a processor").
     pub(crate) fn processor_stopped(&self, p: usize) {
         let Some(proc) = self.procs().get(p).cloned() else {
             return;
         };
         let mut fired = Vec::new();
+        let mut moving = Vec::new();
         {
             let mut st = proc.lock();
             if st.stopped {
@@ -725,8 +751,18 @@ impl Driver {
             }
             st.stopped = true;
             match &proc.engine {
+                // Operations whose futures live complete as `RESTART` and
+                // are submitted again elsewhere by their futures.
                 Engine::Uring(ring) => ring.cancel_all(&proc, &mut st, &mut fired),
-                Engine::Poll(poller) => poller.stop(&mut st, &mut fired),
+                Engine::Poll(poller) if self.shut_down.load(Ordering::Acquire) => {
+                    poller.stop(&mut st, &mut fired)
+                }
+                // Removal: registered sockets move to another engine, after
+                // this lock is released (moving takes the other's lock).
+                Engine::Poll(_) => {
+                    moving.extend(st.fds.drain());
+                    proc.outstanding.fetch_sub(moving.len(), Ordering::Relaxed);
+                }
             }
             // Timers: wake their tasks; their sleeps then see the processor
             // stopped and re-register elsewhere (or the runtime is gone).
@@ -734,6 +770,9 @@ impl Driver {
             st.wheel.advance(u64::MAX, &mut all);
             fired.extend(all);
             proc.next_timer.store(NO_TIMER, Ordering::Relaxed);
+        }
+        for state in &moving {
+            super::reactor::rehome(self, &proc, state, &mut fired);
         }
         fired.into_iter().for_each(Waker::wake);
     }

@@ -38,7 +38,15 @@ pub(crate) enum Direction {
 }
 
 /// Readiness of one registered descriptor.
+///
+/// Lock order: `home`, then the engine's lock, then `inner` (dispatching
+/// takes the engine's lock and then `inner`).
 pub(crate) struct FdState {
+    fd: RawFd,
+    /// The engine the descriptor is registered with and its key in that
+    /// engine's `fds`; `None` once the registration dropped. Moves when the
+    /// engine's processor is removed ([`rehome`]).
+    home: Mutex<Option<(Arc<Proc>, usize)>>,
     inner: Mutex<FdInner>,
 }
 
@@ -55,6 +63,10 @@ struct FdInner {
 impl FdState {
     fn lock(&self) -> std::sync::MutexGuard<'_, FdInner> {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn home(&self) -> std::sync::MutexGuard<'_, Option<(Arc<Proc>, usize)>> {
+        self.home.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn ready(&self, read: bool, write: bool, fired: &mut Vec<Waker>) {
@@ -161,10 +173,83 @@ impl Poller {
 /// A descriptor registered with a processor's poller. Must be dropped
 /// before the descriptor is closed.
 pub(crate) struct Registration {
-    proc: Arc<Proc>,
-    key: usize,
-    fd: RawFd,
     state: Arc<FdState>,
+}
+
+/// Registers `state`'s descriptor with `proc`'s poller and records it as its
+/// home; `home` is `state`'s home lock, held by the caller.
+fn register(
+    proc: Arc<Proc>,
+    state: &Arc<FdState>,
+    home: &mut Option<(Arc<Proc>, usize)>,
+) -> io::Result<()> {
+    let Engine::Poll(poller) = &proc.engine else {
+        return Err(io::Error::other("not a fallback runtime"));
+    };
+    let mut st = proc.lock();
+    if st.stopped {
+        return Err(shut_down_error());
+    }
+    let key = st.fds.insert(state.clone());
+    // SAFETY: the descriptor stays open while its `Registration` lives, and
+    // the registration's drop deletes it from whichever poller `home` names
+    // before it is closed; the caller holds `home`, so that drop waits.
+    let added = unsafe {
+        poller
+            .poller
+            .add_with_mode(state.fd, Event::all(key), PollMode::Edge)
+    };
+    if let Err(e) = added {
+        st.fds.remove(key);
+        return Err(e);
+    }
+    proc.outstanding.fetch_add(1, Ordering::Relaxed);
+    drop(st);
+    *home = Some((proc, key));
+    Ok(())
+}
+
+/// Processor `from` is removed and its engine stopped; `state` was
+/// registered there (its key already taken out of `from`'s `fds`). Registers
+/// the descriptor with another live engine, deletes it from `from`'s poller,
+/// and wakes every waiter to try again: the new registration reports the
+/// descriptor's current readiness, and a waiter that looks before that sees
+/// its tick moved. With no live engine left (shutdown), waiters see the
+/// runtime shut down.
+pub(crate) fn rehome(driver: &Driver, from: &Proc, state: &Arc<FdState>, fired: &mut Vec<Waker>) {
+    let mut home = state.home();
+    match home.as_ref() {
+        Some((proc, _)) if std::ptr::eq(Arc::as_ptr(proc), from) => {}
+        // Dropped meanwhile (deleted from `from`'s poller by the drop).
+        _ => return,
+    }
+    // Another engine may stop too before the registration lands there
+    // (`register` refuses a stopped one): take the next, until none is left.
+    let moved = loop {
+        match driver.live_proc(from.index) {
+            Ok(to) => {
+                if register(to, state, &mut home).is_ok() {
+                    break Ok(());
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    if let Engine::Poll(poller) = &from.engine {
+        // SAFETY: the descriptor is open: its registration has not dropped
+        // (its home is still `from`, and we hold the home lock).
+        let fd = unsafe { BorrowedFd::borrow_raw(state.fd) };
+        let _ = poller.poller.delete(fd);
+    }
+    let mut inner = state.lock();
+    if moved.is_err() {
+        *home = None;
+        inner.stopped = true;
+    }
+    for dir in 0..2 {
+        inner.ticks[dir] += 1;
+        fired.append(&mut inner.wakers[dir]);
+    }
 }
 
 impl Registration {
@@ -172,40 +257,27 @@ impl Registration {
     /// until the registration is dropped.
     pub(crate) fn new(driver: &Driver, fd: RawFd) -> io::Result<Registration> {
         let (proc, _) = driver.target()?;
-        let Engine::Poll(poller) = &proc.engine else {
-            return Err(io::Error::other("not a fallback runtime"));
-        };
         let state = Arc::new(FdState {
+            fd,
+            home: Mutex::new(None),
             inner: Mutex::new(FdInner {
                 ticks: [0; 2],
                 wakers: [Vec::new(), Vec::new()],
                 stopped: false,
             }),
         });
-        let mut st = proc.lock();
-        if st.stopped {
-            return Err(shut_down_error());
+        let mut home = state.home();
+        let mut proc = proc;
+        while let Err(e) = register(proc.clone(), &state, &mut home) {
+            if !proc.lock().stopped || driver.check_live().is_err() {
+                return Err(e);
+            }
+            // This processor's engine stopped (it is being removed while
+            // this thread finishes a task): register elsewhere.
+            proc = driver.live_proc(proc.index)?;
         }
-        let key = st.fds.insert(state.clone());
-        // SAFETY: the caller keeps `fd` open until this registration drops,
-        // and the drop deletes it from the poller first.
-        let added = unsafe {
-            poller
-                .poller
-                .add_with_mode(fd, Event::all(key), PollMode::Edge)
-        };
-        if let Err(e) = added {
-            st.fds.remove(key);
-            return Err(e);
-        }
-        proc.outstanding.fetch_add(1, Ordering::Relaxed);
-        drop(st);
-        Ok(Registration {
-            proc,
-            key,
-            fd,
-            state,
-        })
+        drop(home);
+        Ok(Registration { state })
     }
 
     /// Runs the non-blocking `attempt` until it does not return
@@ -260,15 +332,23 @@ impl Registration {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        let Engine::Poll(poller) = &self.proc.engine else {
+        let mut home = self.state.home();
+        let Some((proc, key)) = home.take() else {
+            return; // its engine stopped with no other to move to
+        };
+        let Engine::Poll(poller) = &proc.engine else {
             return;
         };
-        let mut st = self.proc.lock();
-        st.fds.remove(self.key);
-        // SAFETY: the owner of `fd` drops this registration before closing
-        // it, so `fd` is open here.
-        let fd = unsafe { BorrowedFd::borrow_raw(self.fd) };
+        let mut st = proc.lock();
+        // Still in the engine's table unless the engine is stopping and
+        // took it out (then `rehome`, waiting for `home`, skips it).
+        if st.fds.get(key).is_some_and(|s| Arc::ptr_eq(s, &self.state)) {
+            st.fds.remove(key);
+            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+        }
+        // SAFETY: the owner of the descriptor drops this registration before
+        // closing it, so it is open here.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.state.fd) };
         let _ = poller.poller.delete(fd);
-        self.proc.outstanding.fetch_sub(1, Ordering::Relaxed);
     }
 }

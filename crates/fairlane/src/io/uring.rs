@@ -35,6 +35,9 @@ const WAKE: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
 /// Entries of each ring's submission queue.
 const ENTRIES: u32 = 256;
+/// The result recorded for an operation that a stopping processor cancelled
+/// (not its future): its `Op` submits it again on another engine.
+const RESTART: i32 = i32::MIN;
 /// How long stopping a processor waits for cancelled operations.
 const STOP_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -385,6 +388,18 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             if let Some(w) = waker.take() {
                 fired.push(w);
             }
+            // Once the engine stopped, an `ECANCELED` comes from its own
+            // cancellation (`cancel_all`): the kernel did nothing, so the
+            // operation can be done elsewhere. A future that was dropped is
+            // `Abandoned`, not `Waiting`.
+            let result = if st.stopped && result == -libc::ECANCELED {
+                RESTART
+            } else {
+                result
+            };
+            let Some(slot) = st.ops.get_mut(key) else {
+                unreachable!("looked up above")
+            };
             *slot = OpSlot::Done(result);
             proc.outstanding.fetch_sub(1, Ordering::Relaxed);
         }
@@ -410,6 +425,10 @@ pub(crate) struct Op<T: Send + 'static> {
     key: usize,
     data: Option<T>,
     fd_result: bool,
+    /// The entry as submitted (without its `user_data`), to submit again if
+    /// its processor is removed while it is in flight; `None` for an
+    /// operation that must not be repeated (see [`Op::once`]).
+    entry: Option<squeue::Entry>,
 }
 
 impl<T: Send + 'static> Op<T> {
@@ -422,43 +441,66 @@ impl<T: Send + 'static> Op<T> {
         fd_result: bool,
         build: impl FnOnce(&mut T) -> squeue::Entry,
     ) -> Result<Op<T>, (io::Error, T)> {
-        let (proc, local) = match driver.target() {
-            Ok(t) => t,
-            Err(e) => return Err((e, data)),
-        };
-        let Engine::Uring(ring) = &proc.engine else {
-            return Err((io::Error::other("not an io_uring runtime"), data));
-        };
         let entry = build(&mut data);
-        let mut fired = Vec::new();
-        let mut st = proc.lock();
+        match push_entry(driver, &entry) {
+            Ok((proc, key)) => Ok(Op {
+                proc,
+                key,
+                data: Some(data),
+                fd_result,
+                entry: Some(entry),
+            }),
+            Err(e) => Err((e, data)),
+        }
+    }
+
+    /// This operation must not be repeated if its processor is removed
+    /// while it is in flight (a `connect`, whose handshake the cancellation
+    /// does not undo): its future then sees `ECANCELED`.
+    pub(crate) fn once(mut self) -> Self {
+        self.entry = None;
+        self
+    }
+}
+
+/// Pushes `entry` (its `user_data` set here) on the calling thread's engine
+/// (another live one if that one stopped) as a new `Waiting` operation.
+fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, usize)> {
+    let (mut proc, mut local) = driver.target()?;
+    let mut fired = Vec::new();
+    let mut st = proc.lock();
+    if st.stopped {
+        // The calling processor's engine stopped (the processor is being
+        // removed while this thread still runs a task): use another.
+        drop(st);
+        proc = driver.live_proc(proc.index)?;
+        local = false;
+        st = proc.lock();
         if st.stopped {
-            return Err((shut_down_error(), data));
+            return Err(shut_down_error());
         }
-        let key = st.ops.insert(OpSlot::Waiting(None));
-        let entry = entry.user_data(key as u64);
-        if let Err(e) = ring.push(&proc, &mut st, &entry, &mut fired) {
-            st.ops.remove(key);
-            drop(st);
-            fired.into_iter().for_each(Waker::wake);
-            return Err((e, data));
-        }
-        proc.outstanding.fetch_add(1, Ordering::Relaxed);
-        // A thread that is not this ring's processor has no loop that would
-        // flush its batch later: submit now. On the processor, flush when
-        // the batch is large (the other flush points are in the driver).
-        if !local || proc.unflushed() > super::driver::FLUSH_THRESHOLD {
-            proc.flush(&mut st);
-        }
+    }
+    let Engine::Uring(ring) = &proc.engine else {
+        return Err(io::Error::other("not an io_uring runtime"));
+    };
+    let key = st.ops.insert(OpSlot::Waiting(None));
+    let entry = entry.clone().user_data(key as u64);
+    if let Err(e) = ring.push(&proc, &mut st, &entry, &mut fired) {
+        st.ops.remove(key);
         drop(st);
         fired.into_iter().for_each(Waker::wake);
-        Ok(Op {
-            proc,
-            key,
-            data: Some(data),
-            fd_result,
-        })
+        return Err(e);
     }
+    proc.outstanding.fetch_add(1, Ordering::Relaxed);
+    // A thread that is not this ring's processor has no loop that would
+    // flush its batch later: submit now. On the processor, flush when the
+    // batch is large (the other flush points are in the driver).
+    if !local || proc.unflushed() > super::driver::FLUSH_THRESHOLD {
+        proc.flush(&mut st);
+    }
+    drop(st);
+    fired.into_iter().for_each(Waker::wake);
+    Ok((proc, key))
 }
 
 // `data` is never pinned: the kernel sees only heap memory it owns.
@@ -475,26 +517,42 @@ impl<T: Send + 'static> Future for Op<T> {
             panic!("a fairlane I/O operation was polled after it completed");
         }
         std::task::ready!(coop::poll_proceed(cx));
-        let mut st = this.proc.lock();
-        let result = match st.ops.get_mut(this.key) {
-            Some(OpSlot::Done(result)) => *result,
-            Some(OpSlot::Waiting(waker)) => {
-                if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *waker = Some(cx.waker().clone());
+        let result = loop {
+            let mut st = this.proc.lock();
+            let result = match st.ops.get_mut(this.key) {
+                Some(OpSlot::Done(result)) => *result,
+                Some(OpSlot::Waiting(waker)) => {
+                    if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+                        *waker = Some(cx.waker().clone());
+                    }
+                    return Poll::Pending;
                 }
-                return Poll::Pending;
+                _ => unreachable!("an Op's slot is Waiting or Done while the Op lives"),
+            };
+            st.ops.remove(this.key);
+            drop(st);
+            if result != RESTART {
+                break if result < 0 {
+                    Err(io::Error::from_raw_os_error(-result))
+                } else {
+                    Ok(result as u32)
+                };
             }
-            _ => unreachable!("an Op's slot is Waiting or Done while the Op lives"),
+            // Its processor was removed before the kernel did anything with
+            // it: do it on another engine. The kernel is done with the
+            // resources (the cancelled entry's completion was reaped), and
+            // they are still where the entry points (`data`).
+            let (Some(entry), Some(driver)) = (&this.entry, this.proc.driver.upgrade()) else {
+                break Err(io::Error::from_raw_os_error(libc::ECANCELED));
+            };
+            match push_entry(&driver, entry) {
+                // Poll the new slot (registers the waker).
+                Ok((proc, key)) => (this.proc, this.key) = (proc, key),
+                Err(e) => break Err(e),
+            }
         };
-        st.ops.remove(this.key);
-        drop(st);
         coop::spend();
         let data = this.data.take().expect("checked above");
-        let result = if result < 0 {
-            Err(io::Error::from_raw_os_error(-result))
-        } else {
-            Ok(result as u32)
-        };
         Poll::Ready((result, data))
     }
 }

@@ -414,7 +414,8 @@ impl Socket {
                 )
                 .build()
             })
-            .map_err(|(e, _)| e)?;
+            .map_err(|(e, _)| e)?
+            .once();
             op.await.0.map(drop)
         } else {
             // SAFETY: `addr` is a valid address of `len` bytes.

@@ -589,7 +589,7 @@ impl Builder {
             // One driver per cluster: its rings are indexed by the cluster's
             // processor slots; those of processors added later are made when
             // their threads start.
-            let driver = Arc::new(Driver::new(backend, processors)?);
+            let driver = Driver::new(backend, processors)?;
             let host = StdHost::new(driver);
             let cluster = CoreCluster::new(config, host).map_err(|e| invalid(e.to_string()))?;
             clusters.push(ClusterEntry {
