@@ -6,7 +6,9 @@
 //! answered; teardown before that runs under a watchdog that reports a hang
 //! on stderr and exits with [`TEARDOWN_HANG`].
 
-use crate::runtimes::{AsyncExecutorRuntime, BenchRuntime, FairlaneRuntime, TokioRuntime};
+use crate::runtimes::{
+    AsyncExecutorRuntime, BenchRuntime, FairlaneRuntime, MonoioEchoServer, TokioRuntime,
+};
 use crate::spec::{ChildSpec, Outcome, RuntimeKind, Status, Workload, RESULT_MARKER};
 use crate::workloads;
 use std::io::Write;
@@ -44,6 +46,17 @@ pub fn main(spec_json: &str) -> ! {
         }
         RuntimeKind::Tokio => with::<TokioRuntime>(&spec, &mut emit),
         RuntimeKind::AsyncExecutor => with::<AsyncExecutorRuntime>(&spec, &mut emit),
+        RuntimeKind::Monoio => match spec.workload {
+            Workload::Echo => workloads::echo::drive(&spec, &mut emit, |listener| {
+                MonoioEchoServer::start(listener, spec.processors)
+            }),
+            other => fail(format!(
+                "{} only runs the echo workload (thread-per-core: no shared worker pool to \
+                 spawn onto), not {}",
+                spec.runtime.name(),
+                other.name()
+            )),
+        },
         RuntimeKind::ThreadFloor => match spec.workload {
             Workload::Wake => workloads::wake::floor(&spec, &mut emit),
             other => fail(format!(

@@ -10,11 +10,13 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 const ABOUT: &str = "fairlane's evaluation suite: fairlane side by side with tokio \
-(multi-thread runtime) and async-executor (one executor run on N threads)";
+(multi-thread runtime), async-executor (one executor run on N threads) and, on echo, monoio \
+(thread-per-core, io_uring)";
 
 const LONG_ABOUT: &str = "\
 fairlane's evaluation suite: fairlane side by side with tokio (multi-thread runtime, \
-worker_threads = N) and async-executor (one Executor run on N threads).
+worker_threads = N), async-executor (one Executor run on N threads) and, on the echo workload \
+only, monoio (thread-per-core on io_uring: N threads with a runtime each).
 
 Every measurement runs in a child process with a deadline, so a starving, hanging or \
 crashing runtime is reported as such and never stops the suite. Runtimes alternate run \
@@ -25,7 +27,7 @@ for costs: >1x means fairlane is ahead, <1x behind).
 Workloads (design notes section 4): cycle, yield, churn, locality, transfer, \
 transfer-park run loaded and lightly loaded at each processor count (transfer needs at \
 least 2 processors); spawn at each processor count; wake (with the std-thread \
-park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio; runtimes without a network API skip it) at the largest one.";
+park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio, monoio; runtimes without a network API skip it) at the largest one.";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]
@@ -62,7 +64,8 @@ pub struct Cli {
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
     pub workloads: Vec<Workload>,
 
-    /// Runtimes to compare (comma-separated). Default: all three.
+    /// Runtimes to compare (comma-separated). Default: all of them
+    /// (fairlane-fallback and monoio only run echo, async-executor skips it).
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
     pub runtimes: Vec<RuntimeKind>,
 

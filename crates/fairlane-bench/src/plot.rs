@@ -19,6 +19,7 @@ fn color(r: RuntimeKind) -> RGBColor {
         RuntimeKind::Fairlane => RGBColor(0xd6, 0x27, 0x28),
         RuntimeKind::FairlaneFallback => RGBColor(0xff, 0x7f, 0x0e),
         RuntimeKind::Tokio => RGBColor(0x1f, 0x77, 0xb4),
+        RuntimeKind::Monoio => RGBColor(0x94, 0x67, 0xbd),
         RuntimeKind::AsyncExecutor => RGBColor(0x2c, 0xa0, 0x2c),
         RuntimeKind::ThreadFloor => RGBColor(0x55, 0x55, 0x55),
     }

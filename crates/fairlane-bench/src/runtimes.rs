@@ -8,6 +8,10 @@
 //!
 //! Each runtime gets `processors` worker threads; `block_on` runs on the
 //! calling (driver) thread, which is not one of them for any of the three.
+//!
+//! monoio is not behind the trait: it is thread-per-core, with no pool of
+//! workers that tasks are spawned onto from outside, so only its echo server
+//! is here ([`MonoioEchoServer`]), and it runs only the echo workload.
 
 use crate::spec::ChildSpec;
 use std::future::Future;
@@ -52,6 +56,7 @@ pub trait BenchRuntime: Sized + 'static {
 
 pub use self::async_executor_rt::AsyncExecutorRuntime;
 pub use self::fairlane_rt::FairlaneRuntime;
+pub use self::monoio_rt::MonoioEchoServer;
 pub use self::tokio_rt::TokioRuntime;
 
 mod fairlane_rt {
@@ -287,6 +292,130 @@ mod async_executor_rt {
             for t in self.threads.drain(..) {
                 let _ = t.join();
             }
+        }
+    }
+}
+
+mod monoio_rt {
+    use std::io;
+    use std::net::{Shutdown, TcpListener, TcpStream};
+    use std::os::fd::OwnedFd;
+    use std::sync::mpsc;
+    use std::thread::JoinHandle;
+
+    /// monoio's echo server, the thread-per-core way: `processors` threads,
+    /// each running its own monoio runtime on io_uring (`IoUringDriver`) and
+    /// accepting on its own clone of the listening socket (the kernel hands
+    /// each connection to one of the waiting accepts); a connection is served
+    /// by a task on the thread that accepted it.
+    ///
+    /// Dropping it shuts the listening socket down, which fails the accept
+    /// waiting in every thread; each thread then waits for its connections to
+    /// end (the clients have closed them by then) and is joined.
+    pub struct MonoioEchoServer {
+        /// The socket the threads accept on (each has its own descriptor of
+        /// it); taken when dropped.
+        listener: Option<TcpListener>,
+        threads: Vec<JoinHandle<()>>,
+    }
+
+    impl MonoioEchoServer {
+        /// Starts `processors` server threads on `listener`, returning once
+        /// every one is accepting, or with the first thread's error (io_uring
+        /// unavailable, for one).
+        pub fn start(listener: TcpListener, processors: usize) -> io::Result<Self> {
+            let mut server = MonoioEchoServer {
+                listener: Some(listener),
+                threads: Vec::new(),
+            };
+            let (ready_tx, ready) = mpsc::channel();
+            for i in 0..processors.max(1) {
+                let own = server.listener.as_ref().expect("not dropped").try_clone()?;
+                let ready_tx = ready_tx.clone();
+                server.threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("monoio-bench-{i}"))
+                        .spawn(move || serve(own, ready_tx))?,
+                );
+            }
+            drop(ready_tx);
+            for _ in 0..server.threads.len() {
+                match ready.recv() {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => return Err(e),
+                    Err(_) => {
+                        return Err(io::Error::other(
+                            "a monoio server thread ended before accepting",
+                        ))
+                    }
+                }
+            }
+            Ok(server)
+        }
+    }
+
+    impl Drop for MonoioEchoServer {
+        fn drop(&mut self) {
+            if let Some(listener) = self.listener.take() {
+                // shutdown(2) on a listening socket fails every accept waiting
+                // on it, through any of its descriptors. std has `shutdown`
+                // on streams only, where it is that same call on the
+                // descriptor, so the listener is handed over as one.
+                let _ = TcpStream::from(OwnedFd::from(listener)).shutdown(Shutdown::Read);
+            }
+            for t in self.threads.drain(..) {
+                let _ = t.join();
+            }
+        }
+    }
+
+    /// One server thread: reports on `ready` whether it is accepting, then
+    /// accepts until the listening socket is shut down and waits for its
+    /// connections to end.
+    fn serve(listener: TcpListener, ready: mpsc::Sender<io::Result<()>>) {
+        let mut rt = match monoio::RuntimeBuilder::<monoio::IoUringDriver>::new().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let e = io::Error::new(e.kind(), format!("monoio's io_uring runtime: {e}"));
+                let _ = ready.send(Err(e));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let listener = match monoio::net::TcpListener::from_std(listener) {
+                Ok(l) => l,
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            };
+            let _ = ready.send(Ok(()));
+            drop(ready);
+            let mut connections = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                connections.push(monoio::spawn(echo(stream)));
+            }
+            for c in connections {
+                c.await;
+            }
+        });
+    }
+
+    /// Echoes what `stream` sends until it closes (or fails).
+    async fn echo(mut stream: monoio::net::TcpStream) {
+        use monoio::io::{AsyncReadRent, AsyncWriteRentExt};
+        let _ = stream.set_nodelay(true);
+        let mut buf = Vec::with_capacity(4096);
+        loop {
+            let (n, b) = stream.read(buf).await;
+            if !matches!(n, Ok(n) if n > 0) {
+                return;
+            }
+            let (r, b) = stream.write_all(b).await;
+            if r.is_err() {
+                return;
+            }
+            buf = b;
         }
     }
 }

@@ -139,6 +139,9 @@ pub enum RuntimeKind {
     FairlaneFallback,
     /// tokio's multi-thread runtime with `worker_threads = processors`.
     Tokio,
+    /// monoio on io_uring, thread-per-core: `processors` threads with a
+    /// runtime each (only runs I/O workloads: it has no shared worker pool).
+    Monoio,
     /// One `async_executor::Executor` run on `processors` threads.
     AsyncExecutor,
     /// Not a runtime: two std threads parking and unparking each other, the
@@ -149,10 +152,11 @@ pub enum RuntimeKind {
 
 impl RuntimeKind {
     /// The runtimes compared by default, fairlane first.
-    pub const ALL: [RuntimeKind; 4] = [
+    pub const ALL: [RuntimeKind; 5] = [
         RuntimeKind::Fairlane,
         RuntimeKind::FairlaneFallback,
         RuntimeKind::Tokio,
+        RuntimeKind::Monoio,
         RuntimeKind::AsyncExecutor,
     ];
 
@@ -162,6 +166,7 @@ impl RuntimeKind {
             RuntimeKind::Fairlane => "fairlane",
             RuntimeKind::FairlaneFallback => "fairlane-fallback",
             RuntimeKind::Tokio => "tokio",
+            RuntimeKind::Monoio => "monoio",
             RuntimeKind::AsyncExecutor => "async-executor",
             RuntimeKind::ThreadFloor => "thread-floor",
         }

@@ -120,14 +120,14 @@ impl Config {
     }
 
     /// The runtimes measured in `cell` (wake adds the std-thread floor;
-    /// fairlane's fallback backend only runs I/O workloads, which only the
-    /// runtimes with a network API run).
+    /// fairlane's fallback backend and monoio only run I/O workloads, which
+    /// only the runtimes with a network API run).
     pub fn runtimes_for(&self, cell: &Cell) -> Vec<RuntimeKind> {
         let mut r = self.runtimes.clone();
         if cell.workload.is_io() {
             r.retain(|&k| k != RuntimeKind::AsyncExecutor);
         } else {
-            r.retain(|&k| k != RuntimeKind::FairlaneFallback);
+            r.retain(|&k| !matches!(k, RuntimeKind::FairlaneFallback | RuntimeKind::Monoio));
         }
         if cell.workload == Workload::Wake {
             r.push(RuntimeKind::ThreadFloor);

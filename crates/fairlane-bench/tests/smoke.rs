@@ -176,6 +176,100 @@ fn every_workload_on_every_runtime_has_the_right_shape() {
 }
 
 #[test]
+fn echo_runs_on_the_runtimes_with_a_network_api_and_monoio_only_there() {
+    let dir = scratch("echo");
+    let json = dir.join("samples.json");
+    let out = run(&[
+        "--workloads",
+        "yield,echo",
+        "--runtimes",
+        "fairlane,fairlane-fallback,tokio,monoio,async-executor",
+        "--processors",
+        "2",
+        "--tasks-per-processor",
+        "5",
+        "--runs",
+        "1",
+        "--warmup",
+        "20ms",
+        "--duration",
+        "50ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut seen = BTreeSet::new();
+    for s in &samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        let (w, r) = (
+            s["workload"].as_str().unwrap(),
+            s["runtime"].as_str().unwrap(),
+        );
+        seen.insert((
+            w.to_string(),
+            r.to_string(),
+            s["metric"].as_str().unwrap().to_string(),
+        ));
+        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    for r in ["fairlane", "fairlane-fallback", "tokio", "monoio"] {
+        for m in ["ns/req", "req/s", "p99"] {
+            assert!(
+                seen.contains(&("echo".into(), r.into(), m.into())),
+                "no echo {m} on {r}: {seen:?}"
+            );
+        }
+    }
+    let ran = |w: &str, r: &str| seen.iter().any(|(sw, sr, _)| sw == w && sr == r);
+    assert!(!ran("echo", "async-executor"), "{seen:?}");
+    for r in ["fairlane-fallback", "monoio"] {
+        assert!(!ran("yield", r), "{r} ran yield: {seen:?}");
+    }
+    for r in ["fairlane", "tokio", "async-executor"] {
+        assert!(ran("yield", r), "{r} did not run yield: {seen:?}");
+    }
+
+    // The echo row has a ratio against monoio.
+    let table = String::from_utf8_lossy(&out.stdout);
+    let cells =
+        |line: &str| -> Vec<String> { line.split('|').map(|c| c.trim().to_string()).collect() };
+    let header = cells(table.lines().next().unwrap());
+    let col = header
+        .iter()
+        .position(|c| c == "fairlane vs monoio")
+        .unwrap_or_else(|| panic!("no monoio ratio column:\n{table}"));
+    let row = table
+        .lines()
+        .map(cells)
+        .find(|c| c[1] == "echo" && c[4] == "ns/req")
+        .unwrap_or_else(|| panic!("no echo ns/req row:\n{table}"));
+    assert!(
+        row[col].ends_with('×'),
+        "echo row without a monoio ratio:\n{table}"
+    );
+
+    // Run alone on another workload, monoio's child says why it cannot.
+    let outcome = child(serde_json::json!({
+        "workload": "yield",
+        "runtime": "monoio",
+        "processors": 1,
+        "tasks": 4,
+        "warmup_ms": 1,
+        "duration_ms": 1,
+        "starve_threshold_ms": 100,
+        "seed": 1,
+    }));
+    assert_eq!(outcome["status"], "crashed", "{outcome}");
+    assert!(
+        outcome["detail"]
+            .as_str()
+            .unwrap()
+            .contains("only runs the echo workload"),
+        "{outcome}"
+    );
+}
+
+#[test]
 fn transfer_watchdog_reports_a_starving_runtime() {
     // One worker thread and a leader that spins without yielding: nobody else
     // can ever acknowledge, so every runtime without preemption starves.

@@ -9,8 +9,12 @@
 //! round-trip latency of one request in microseconds.
 //!
 //! The server is the runtime's own: fairlane's `net` (on io_uring or on the
-//! fallback backend, two runtime columns), tokio's `net`. Runtimes without a
-//! network API (async-executor here) are not measured.
+//! fallback backend, two runtime columns), tokio's `net`, and monoio's `net`
+//! on its io_uring driver. monoio is thread-per-core: `processors` threads,
+//! each with its own runtime accepting on its own clone of the listening
+//! socket, each connection served by the thread that accepted it (see
+//! [`crate::runtimes::MonoioEchoServer`]); it runs no other workload.
+//! Runtimes without a network API (async-executor here) are not measured.
 
 use super::Emit;
 use crate::runtimes::BenchRuntime;
@@ -24,7 +28,20 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 /// Bytes per request.
 pub const MESSAGE: usize = 64;
 
+/// The workload with `rt`'s server ([`BenchRuntime::echo_serve`]).
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    drive(spec, emit, |listener| rt.echo_serve(listener));
+}
+
+/// The workload with the server `start` puts on the listening socket,
+/// returning once it is accepting. What `start` returns (a server that
+/// shuts down when dropped) is dropped after the outcome is emitted, so its
+/// shutdown is teardown, under the child's watchdog.
+pub fn drive<S>(
+    spec: &ChildSpec,
+    emit: Emit<'_>,
+    start: impl FnOnce(std::net::TcpListener) -> std::io::Result<S>,
+) {
     let failed = |detail: String| Outcome {
         status: Status::Crashed,
         detail: Some(detail),
@@ -35,9 +52,10 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         Err(e) => return emit(failed(format!("bind: {e}"))),
     };
     let addr = listener.local_addr().expect("bound");
-    if let Err(e) = rt.echo_serve(listener) {
-        return emit(failed(format!("echo server: {e}")));
-    }
+    let server = match start(listener) {
+        Ok(server) => server,
+        Err(e) => return emit(failed(format!("echo server: {e}"))),
+    };
     let connections = spec.tasks.max(1);
     let requests = Arc::new(AtomicU64::new(0));
     let recording = Arc::new(AtomicBool::new(false));
@@ -84,6 +102,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         Err(_) => failed("the client thread panicked".into()),
     };
     emit(outcome);
+    drop(server);
 }
 
 /// The load generator: `connections` closed-loop clients on one thread.
