@@ -26,10 +26,12 @@ use crate::time::wheel::{TimerKey, Wheel};
 pub(crate) const FLUSH_THRESHOLD: u32 = 30;
 /// A processor looks at one other processor's ring every this many
 /// scheduling iterations, to help if that one's owner is busy.
-const HELP_PERIOD: u32 = 16;
+const HELP_PERIOD: u32 = 256;
 /// In the fallback backend, a busy processor polls its poller without
 /// waiting every this many iterations (a system call each time).
 const POLL_PERIOD: u32 = 16;
+/// A helper's record of a processor it did not sample (it had no work).
+const UNSAMPLED: u64 = u64::MAX;
 /// How long a sleeping processor waits before it looks again at awake
 /// processors with I/O in flight, to help one stuck in a long poll.
 const WATCH_PERIOD: Duration = Duration::from_millis(2);
@@ -224,6 +226,9 @@ pub(crate) struct Proc {
     unflushed: AtomicU32,
     /// The owner's scheduling iterations, published every HELP_PERIOD of
     /// them (helpers compare; see `poll_own`).
+    /// On a line of its own: the owner writes it, helpers read it, and the
+    /// fields a helper checks first (`outstanding`, `next_timer`) stay clean
+    /// shared lines that cost the owner nothing.
     iterations: AtomicU64,
     submit_thread: Arc<SubmitThread>,
 }
@@ -548,7 +553,8 @@ impl Driver {
                 return None;
             }
             // Each look checks the processor sampled at the previous look
-            // (16 iterations ago) and samples the next one, at random.
+            // (HELP_PERIOD iterations ago) and samples the next one, at
+            // random.
             let (watched, seen, mut rng) = WATCH.with(Cell::get);
             rng ^= rng << 13;
             rng ^= rng >> 17;
@@ -557,7 +563,21 @@ impl Driver {
             if next == own.index {
                 next = (next + 1) % n;
             }
-            WATCH.with(|w| w.set((next, procs[next].iterations.load(Ordering::Relaxed), rng)));
+            // Its iteration count (a line its owner writes: a cache miss
+            // here) is read only if it has work in its engine; one without
+            // cannot need help at the next look.
+            let sampled = &procs[next];
+            let seen_next = if sampled.outstanding.load(Ordering::Relaxed) != 0
+                || sampled.next_timer.load(Ordering::Relaxed) != NO_TIMER
+            {
+                sampled.iterations.load(Ordering::Relaxed)
+            } else {
+                UNSAMPLED
+            };
+            WATCH.with(|w| w.set((next, seen_next, rng)));
+            if seen == UNSAMPLED {
+                return None;
+            }
             // Only a processor that is stuck (not through its loop since the
             // last look, and not asleep) with work in its engine is cloned
             // out to be drained: no reference-count traffic otherwise.
