@@ -380,6 +380,7 @@ impl Ring {
 
 /// Records completion `result` of operation `key`.
 fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Vec<Waker>) {
+    let stopped = st.stopped;
     let Some(slot) = st.ops.get_mut(key) else {
         return;
     };
@@ -392,15 +393,11 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             // cancellation (`cancel_all`): the kernel did nothing, so the
             // operation can be done elsewhere. A future that was dropped is
             // `Abandoned`, not `Waiting`.
-            let result = if st.stopped && result == -libc::ECANCELED {
+            *slot = OpSlot::Done(if stopped && result == -libc::ECANCELED {
                 RESTART
             } else {
                 result
-            };
-            let Some(slot) = st.ops.get_mut(key) else {
-                unreachable!("looked up above")
-            };
-            *slot = OpSlot::Done(result);
+            });
             proc.outstanding.fetch_sub(1, Ordering::Relaxed);
         }
         OpSlot::Abandoned(_, closes_fd) => {
