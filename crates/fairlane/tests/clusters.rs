@@ -1734,6 +1734,101 @@ fn migrating_a_restricted_task_clears_its_affinity() {
     });
 }
 
+/// A slot reused after a removal has an engine of its own, and threads that
+/// are not processors (here `block_on` threads reading a file) submit to it
+/// through the driver's submission thread. (Its table was indexed by
+/// arrival, not by slot: after a reuse it submitted the stopped engine's
+/// ring and the read never reached the kernel.)
+#[test]
+fn io_from_outside_threads_after_a_slot_is_reused() {
+    with_deadline("outside_io_after_reuse", HANG, String::new, || {
+        let rt = build(
+            Runtime::builder()
+                .processors(2)
+                .max_processors(2)
+                .io_backend(fairlane::io::IoBackend::IoUring),
+        );
+        let cluster = rt.handle().cluster();
+        let ids = cluster.processors();
+        cluster.remove_processor(ids[1]).unwrap();
+        let added = loop {
+            match cluster.add_processor() {
+                Ok(added) => break added,
+                // The removed processor's thread has not left yet.
+                Err(_) => thread::sleep(Duration::from_millis(5)),
+            }
+        };
+        assert_eq!(added.index(), ids[1].index());
+        let path =
+            std::env::temp_dir().join(format!("fairlane-clusters-reuse-{}", std::process::id()));
+        std::fs::write(&path, b"hello").unwrap();
+        // Round-robin choice of engine for outside threads: several reads
+        // reach both, the new one included.
+        for _ in 0..8 {
+            let got = rt.block_on(fairlane::fs::read(&path)).unwrap();
+            assert_eq!(got, b"hello");
+        }
+        let _ = std::fs::remove_file(&path);
+    });
+}
+
+/// Processor B, sleeping, helps processor A (busy in a long poll) by
+/// submitting A's batched receive; then B is removed and its thread exits,
+/// which makes the kernel cancel the requests that thread submitted, on
+/// A's ring too. The receive is done again and gets its data.
+#[test]
+fn io_submitted_by_a_removed_helper_is_done_again() {
+    use std::future::Future;
+    use std::io::Write;
+    use std::task::Context;
+    with_deadline("helper_removed", HANG, String::new, || {
+        let rt = build(
+            Runtime::builder()
+                .processors(2)
+                .max_processors(2)
+                .io_backend(fairlane::io::IoBackend::IoUring),
+        );
+        let cluster = rt.handle().cluster();
+        let ids = cluster.processors();
+        let (a, b) = (ids[0], ids[1]);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let task = fairlane::task::Builder::new()
+            .affinity([a])
+            .spawn_on(
+                async move {
+                    let conn = fairlane::net::TcpStream::connect(addr).await?;
+                    let mut read = Box::pin(conn.read(Vec::with_capacity(16)));
+                    // Batched on A's ring, not yet submitted.
+                    assert!(read
+                        .as_mut()
+                        .poll(&mut Context::from_waker(std::task::Waker::noop()))
+                        .is_pending());
+                    // B goes through park again, now watching A.
+                    let _ = fairlane::task::Builder::new().affinity([b]).spawn(async {});
+                    let until = Instant::now() + Duration::from_millis(100);
+                    while Instant::now() < until {
+                        std::hint::spin_loop();
+                    }
+                    ready_tx.send(()).unwrap();
+                    let (n, buf) = read.await;
+                    n?;
+                    Ok::<_, std::io::Error>(buf)
+                },
+                rt.handle(),
+            )
+            .unwrap();
+        let (mut peer, _) = listener.accept().unwrap();
+        ready_rx.recv().unwrap();
+        thread::sleep(Duration::from_millis(20));
+        cluster.remove_processor(b).unwrap();
+        thread::sleep(Duration::from_millis(100));
+        peer.write_all(b"data").unwrap();
+        assert_eq!(rt.block_on(task).unwrap().unwrap(), b"data");
+    });
+}
+
 /// A restricted task whose event is reaped by its own processor while that
 /// processor sleeps (a timer fired, a completion reaped inside the host's
 /// park): the push comes from the sleeper itself, and only it may run the

@@ -343,7 +343,14 @@ impl Driver {
             let mut st = proc.lock();
             ring.arm_wake(&proc, &mut st)?;
         }
-        self.submit_thread.lock().procs.push(Arc::downgrade(&proc));
+        // By index: a slot reused after a removal gets a new engine, which
+        // replaces the stopped one here too.
+        let mut submit = self.submit_thread.lock();
+        if submit.procs.len() <= index {
+            submit.procs.resize_with(index + 1, Weak::new);
+        }
+        submit.procs[index] = Arc::downgrade(&proc);
+        drop(submit);
         Ok(proc)
     }
 

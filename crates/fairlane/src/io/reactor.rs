@@ -223,24 +223,26 @@ pub(crate) fn rehome(driver: &Driver, from: &Proc, state: &Arc<FdState>, fired: 
         // Dropped meanwhile (deleted from `from`'s poller by the drop).
         _ => return,
     }
-    // Another engine may stop too before the registration lands there
-    // (`register` refuses a stopped one): take the next, until none is left.
-    let moved = loop {
-        match driver.live_proc(from.index) {
-            Ok(to) => {
-                if register(to, state, &mut home).is_ok() {
-                    break Ok(());
-                }
-            }
-            Err(e) => break Err(e),
-        }
-    };
     if let Engine::Poll(poller) = &from.engine {
         // SAFETY: the descriptor is open: its registration has not dropped
         // (its home is still `from`, and we hold the home lock).
         let fd = unsafe { BorrowedFd::borrow_raw(state.fd) };
         let _ = poller.poller.delete(fd);
     }
+    // Another engine may stop too before the registration lands there
+    // (`register` refuses a stopped one): take the next, until none is left.
+    // Any other failure (`epoll_ctl` out of memory) ends the move: the
+    // descriptor is then registered nowhere and its waiters get an error.
+    let moved = loop {
+        match driver.live_proc(from.index) {
+            Ok(to) => match register(to.clone(), state, &mut home) {
+                Ok(()) => break Ok(()),
+                Err(_) if to.lock().stopped => {}
+                Err(e) => break Err(e),
+            },
+            Err(e) => break Err(e),
+        }
+    };
     let mut inner = state.lock();
     if moved.is_err() {
         *home = None;

@@ -380,7 +380,6 @@ impl Ring {
 
 /// Records completion `result` of operation `key`.
 fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Vec<Waker>) {
-    let stopped = st.stopped;
     let Some(slot) = st.ops.get_mut(key) else {
         return;
     };
@@ -389,11 +388,15 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             if let Some(w) = waker.take() {
                 fired.push(w);
             }
-            // Once the engine stopped, an `ECANCELED` comes from its own
-            // cancellation (`cancel_all`): the kernel did nothing, so the
-            // operation can be done elsewhere. A future that was dropped is
-            // `Abandoned`, not `Waiting`.
-            *slot = OpSlot::Done(if stopped && result == -libc::ECANCELED {
+            // fairlane cancels a live future's operation only when its
+            // engine stops (`cancel_all`; a dropped future's slot is
+            // `Abandoned`). The kernel cancels the requests of a thread that
+            // exits, on every ring it submitted to: a removed processor's
+            // thread may have submitted on others (flushing a ring it
+            // helped, a dropped operation's cancellation). Either way the
+            // kernel did nothing with it, so the operation is done again,
+            // on a live engine.
+            *slot = OpSlot::Done(if result == -libc::ECANCELED {
                 RESTART
             } else {
                 result
