@@ -88,6 +88,8 @@ fn is_stable_thread() -> bool {
 pub(crate) struct SubmitThread {
     state: Mutex<SubmitState>,
     wake: Condvar,
+    /// Signalled after each round of submissions (`request_and_wait`).
+    round_done: Condvar,
 }
 
 #[derive(Default)]
@@ -97,6 +99,10 @@ struct SubmitState {
     procs: Vec<Weak<Proc>>,
     /// Processor indices whose rings have entries to submit.
     pending: Vec<usize>,
+    /// Rounds of submissions started and finished by the thread; a round
+    /// starts by taking all of `pending`.
+    rounds_started: u64,
+    rounds_done: u64,
     started: bool,
     stop: bool,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -107,19 +113,33 @@ impl SubmitThread {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Asks the thread to submit processor `index`'s published entries and
+    /// waits until it has: the kernel then holds the files the entries name,
+    /// so closing a descriptor (and its number being reused) cannot redirect
+    /// them.
+    fn request_and_wait(self: &Arc<Self>, index: usize) {
+        // Any round that starts after this request takes it.
+        let ticket = self.lock().rounds_started + 1;
+        if !self.request(index) {
+            return; // submitted by this thread (no submission thread)
+        }
+        let mut st = self.lock();
+        while st.rounds_done < ticket && !(st.stop && st.thread.is_none()) {
+            st = self.round_done.wait(st).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
     /// Asks the thread to submit processor `index`'s published entries.
-    fn request(self: &Arc<Self>, index: usize) {
+    /// Returns false if it submitted them itself (after shutdown, or when
+    /// the thread cannot be started).
+    fn request(self: &Arc<Self>, index: usize) -> bool {
         let mut st = self.lock();
         if st.stop {
             // After shutdown: no thread left to ask; the caller's own enter
             // is the only way (its requests may end with it).
             drop(st);
-            if let Some(Some(proc)) = self.lock().procs.get(index).map(Weak::upgrade) {
-                if let Engine::Uring(ring) = &proc.engine {
-                    let _ = ring.submit();
-                }
-            }
-            return;
+            self.submit_here(index);
+            return false;
         }
         if !st.pending.contains(&index) {
             st.pending.push(index);
@@ -134,12 +154,27 @@ impl SubmitThread {
                 Ok(handle) => st.thread = Some(handle),
                 Err(e) => {
                     st.started = false;
+                    st.pending.retain(|&i| i != index);
+                    drop(st);
                     eprintln!("fairlane: cannot start the I/O submission thread: {e}");
+                    self.submit_here(index);
+                    return false;
                 }
             }
         }
         drop(st);
         self.wake.notify_one();
+        true
+    }
+
+    /// The calling thread enters processor `index`'s ring itself: the last
+    /// resort, its requests may end with it.
+    fn submit_here(&self, index: usize) {
+        if let Some(Some(proc)) = self.lock().procs.get(index).map(Weak::upgrade) {
+            if let Engine::Uring(ring) = &proc.engine {
+                let _ = ring.submit();
+            }
+        }
     }
 
     fn run(&self) {
@@ -152,6 +187,7 @@ impl SubmitThread {
                 return;
             }
             let batch = std::mem::take(&mut st.pending);
+            st.rounds_started += 1;
             let procs: Vec<Option<Arc<Proc>>> = batch
                 .iter()
                 .map(|&i| st.procs.get(i).and_then(Weak::upgrade))
@@ -165,6 +201,8 @@ impl SubmitThread {
                 }
             }
             st = self.lock();
+            st.rounds_done += 1;
+            self.round_done.notify_all();
         }
     }
 
@@ -272,6 +310,7 @@ impl Driver {
             submit_thread: Arc::new(SubmitThread {
                 state: Mutex::new(SubmitState::default()),
                 wake: Condvar::new(),
+                round_done: Condvar::new(),
             }),
         });
         for p in 0..processors.max(1) {
@@ -885,6 +924,20 @@ impl Proc {
     /// Asks the submission thread to submit this ring's entries.
     pub(crate) fn request_submit(&self) {
         self.submit_thread.request(self.index);
+    }
+
+    /// `flush`, but on a thread that may not submit itself it also waits
+    /// until the submission thread has: for a dropped operation's
+    /// cancellation, whose entry may still sit unsubmitted naming a
+    /// descriptor that its owner closes next.
+    pub(crate) fn flush_now(&self, st: &mut State) {
+        if !is_stable_thread() && matches!(self.engine, Engine::Uring(_)) {
+            self.submit_thread.request_and_wait(self.index);
+            self.unflushed.store(0, Ordering::Relaxed);
+            st.unflushed_seen = 0;
+        } else {
+            self.flush(st);
+        }
     }
 
     /// Whether the calling thread may enter the ring to submit.

@@ -592,7 +592,7 @@ impl<T: Send + 'static> Drop for Op<T> {
                 // unsubmitted in the queue, naming a descriptor its owner is
                 // about to close (and the number could be reused).
                 let _ = ring.push(&self.proc, &mut st, &cancel, &mut fired);
-                self.proc.flush(&mut st);
+                self.proc.flush_now(&mut st);
             }
             OpSlot::Abandoned(..) => {}
         }
