@@ -236,7 +236,10 @@ impl Cluster {
     /// in and its thread leaves; the tasks queued on it move to the other
     /// processors, keeping their age. A task restricted to a set of
     /// processors goes to another processor of its set, or, when none is
-    /// left, loses its restriction and runs anywhere in the cluster.
+    /// left, loses its restriction and runs anywhere in the cluster. Its
+    /// timers and I/O move too: an operation waiting on its engine carries
+    /// on on another one (only a `connect` under way fails, with
+    /// `ECANCELED`).
     ///
     /// Blocks until every processor of the cluster has finished the poll it
     /// is in (a resize takes the cluster's processor set for itself for a
