@@ -210,9 +210,9 @@ fn register(
 }
 
 /// Processor `from` is removed and its engine stopped; `state` was
-/// registered there (its key already taken out of `from`'s `fds`). Registers
-/// the descriptor with another live engine, deletes it from `from`'s poller,
-/// and wakes every waiter to try again: the new registration reports the
+/// registered there (its key already taken out of `from`'s `fds`). Deletes
+/// the descriptor from `from`'s poller, registers it with another live
+/// engine, and wakes every waiter to try again: the new registration reports the
 /// descriptor's current readiness, and a waiter that looks before that sees
 /// its tick moved. With no live engine left (shutdown), waiters see the
 /// runtime shut down.
@@ -258,7 +258,7 @@ impl Registration {
     /// Registers the non-blocking descriptor `fd`, which must stay open
     /// until the registration is dropped.
     pub(crate) fn new(driver: &Driver, fd: RawFd) -> io::Result<Registration> {
-        let (proc, _) = driver.target()?;
+        let (mut proc, _) = driver.target()?;
         let state = Arc::new(FdState {
             fd,
             home: Mutex::new(None),
@@ -269,7 +269,6 @@ impl Registration {
             }),
         });
         let mut home = state.home();
-        let mut proc = proc;
         while let Err(e) = register(proc.clone(), &state, &mut home) {
             if !proc.lock().stopped || driver.check_live().is_err() {
                 return Err(e);

@@ -35,8 +35,9 @@ const WAKE: u64 = u64::MAX;
 const CANCEL: u64 = u64::MAX - 1;
 /// Entries of each ring's submission queue.
 const ENTRIES: u32 = 256;
-/// The result recorded for an operation that a stopping processor cancelled
-/// (not its future): its `Op` submits it again on another engine.
+/// The result recorded for an operation the kernel cancelled without its
+/// future asking (its engine stopped, or the thread that submitted it
+/// exited): its `Op` submits it again on a live engine (`complete`).
 const RESTART: i32 = i32::MIN;
 /// How long stopping a processor waits for cancelled operations.
 const STOP_PATIENCE: Duration = Duration::from_secs(5);
@@ -426,8 +427,8 @@ pub(crate) struct Op<T: Send + 'static> {
     data: Option<T>,
     fd_result: bool,
     /// The entry as submitted (without its `user_data`), to submit again if
-    /// its processor is removed while it is in flight; `None` for an
-    /// operation that must not be repeated (see [`Op::once`]).
+    /// the kernel cancels it ([`RESTART`]); `None` for an operation that
+    /// must not be repeated (see [`Op::once`]).
     entry: Option<squeue::Entry>,
 }
 
