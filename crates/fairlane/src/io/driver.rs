@@ -264,9 +264,6 @@ pub(crate) struct Proc {
     unflushed: AtomicU32,
     /// The owner's scheduling iterations, published every HELP_PERIOD of
     /// them (helpers compare; see `poll_own`).
-    /// On a line of its own: the owner writes it, helpers read it, and the
-    /// fields a helper checks first (`outstanding`, `next_timer`) stay clean
-    /// shared lines that cost the owner nothing.
     iterations: AtomicU64,
     submit_thread: Arc<SubmitThread>,
 }
