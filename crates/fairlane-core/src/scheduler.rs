@@ -357,6 +357,14 @@ impl<T, H: Host> Scheduler<T, H> {
         p < self.capacity() && self.enter_unless_removed(p)
     }
 
+    /// Gives processor `p`'s read side back early, before
+    /// [`finish`](Self::finish): the thread then pushes as an outside thread
+    /// (its processor is removed or the cluster closed), while its slot
+    /// stays taken until `finish`.
+    pub fn leave(&self, p: usize) {
+        self.queue.lock().exit(&self.queue.local[p].reading);
+    }
+
     /// Called by the thread that ran processor `p` once [`next`](Self::next)
     /// has returned `None`: gives the read side back. `owner` is true for
     /// `p`'s own thread (false for a stand-in that ran it for a while, see

@@ -527,6 +527,12 @@ impl<H: Host> Cluster<H> {
             self.run_loop(p);
         }
         if p < self.capacity() {
+            // The read side goes back first: what `processor_stopping` makes
+            // ready (the std host reaps I/O completions there) is pushed as
+            // from an outside thread, whose read side waits while a resize
+            // is in progress, and the resize waits for this thread's flag.
+            // The slot stays taken until `finish`.
+            self.sched.leave(p);
             // Also when `p` was removed before it started: the host may have
             // set up state for it already.
             self.host().processor_stopping(p);

@@ -1734,6 +1734,100 @@ fn migrating_a_restricted_task_clears_its_affinity() {
     });
 }
 
+/// I/O under continuous resizing, on both backends: TCP round trips (an
+/// echo server task per connection, clients that check every echo) and
+/// short sleeps, while processors are added and removed every 0.5-2 ms.
+/// Every operation waiting on a removed processor's engine must carry on
+/// elsewhere: no round trip may fail, hang or return the wrong bytes.
+#[test]
+fn io_round_trips_under_continuous_resizing() {
+    io_under_resizing(fairlane::io::IoBackend::IoUring, 41);
+}
+
+#[test]
+fn io_round_trips_under_continuous_resizing_fallback() {
+    io_under_resizing(fairlane::io::IoBackend::Fallback, 43);
+}
+
+fn io_under_resizing(backend: fairlane::io::IoBackend, seed: u64) {
+    const CONNECTIONS: u32 = 16;
+    const ROUNDS: u32 = 200;
+    let done = Arc::new(AtomicU64::new(0));
+    let progress = done.clone();
+    let (log, ops) = with_deadline(
+        "io_under_resizing",
+        HANG,
+        move || format!("{} round trips done", progress.load(Ordering::Relaxed)),
+        move || {
+            let rt = build(
+                Runtime::builder()
+                    .processors(2)
+                    .max_processors(MAX)
+                    .io_backend(backend),
+            );
+            let cluster = rt.handle().cluster();
+            let resizer = Resizer::start(cluster.clone(), MAX, seed);
+            rt.block_on(async {
+                let listener = fairlane::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .unwrap();
+                let addr = listener.local_addr().unwrap();
+                let server = fairlane::spawn(async move {
+                    loop {
+                        let (stream, _) = listener.accept().await.unwrap();
+                        fairlane::spawn(async move {
+                            let mut buf = Vec::with_capacity(64);
+                            loop {
+                                let (n, b) = stream.read(buf).await;
+                                if n.unwrap() == 0 {
+                                    return;
+                                }
+                                let (r, b) = stream.write_all(b).await;
+                                r.unwrap();
+                                buf = b;
+                            }
+                        });
+                    }
+                });
+                let clients: Vec<_> = (0..CONNECTIONS)
+                    .map(|c| {
+                        let done = done.clone();
+                        fairlane::spawn(async move {
+                            let stream = fairlane::net::TcpStream::connect(addr).await.unwrap();
+                            for round in 0..ROUNDS {
+                                let msg = format!("{c}:{round}").into_bytes();
+                                let (r, msg) = stream.write_all(msg).await;
+                                r.unwrap();
+                                let mut got = Vec::new();
+                                while got.len() < msg.len() {
+                                    let (n, buf) = stream.read(Vec::with_capacity(64)).await;
+                                    assert!(n.unwrap() > 0, "the echo closed early");
+                                    got.extend_from_slice(&buf);
+                                }
+                                assert_eq!(got, msg, "connection {c} round {round}");
+                                if round % 16 == 0 {
+                                    fairlane::time::sleep(Duration::from_micros(200)).await;
+                                }
+                                done.fetch_add(1, Ordering::Relaxed);
+                            }
+                        })
+                    })
+                    .collect();
+                for c in clients {
+                    c.await.unwrap();
+                }
+                server.abort();
+            });
+            let ops = resizer.ops();
+            (resizer.finish(), ops)
+        },
+    );
+    assert!(
+        log.removes > 0 && ops > 0,
+        "the cluster was resized while the I/O ran: {log:?}"
+    );
+}
+
 /// A slot reused after a removal has an engine of its own, and threads that
 /// are not processors (here `block_on` threads reading a file) submit to it
 /// through the driver's submission thread. (Its table was indexed by
