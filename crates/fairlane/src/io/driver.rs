@@ -49,10 +49,14 @@ thread_local! {
     static STABLE: Cell<bool> = const { Cell::new(false) };
     /// The processor this thread runs, as the driver sees it.
     static CURRENT: RefCell<Option<Current>> = const { RefCell::new(None) };
-    /// Helping state of this processor thread: the processor it watches,
-    /// that one's iteration count when sampled, and a random state.
+    /// `CURRENT`'s driver id and engine as plain values for the per-iteration
+    /// hook (no borrow flag, no destructor check); the engine is kept alive
+    /// by `CURRENT`, and both are set and cleared together.
+    static CURRENT_RAW: Cell<(usize, *const Proc)> = const { Cell::new((0, std::ptr::null())) };
     /// This processor thread's scheduling iterations (see `poll_own`).
     static ITERATION: Cell<u64> = const { Cell::new(0) };
+    /// Helping state of this processor thread: the processor it watches,
+    /// that one's iteration count when sampled, and a random state.
     static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
     /// This thread's copy of a driver's engine table for helping: driver
     /// id, the table's version, the engines. Refreshed when the version
@@ -394,6 +398,7 @@ impl Driver {
     pub(crate) fn register_current(&self, p: usize) {
         match self.ensure(p) {
             Ok(proc) => {
+                CURRENT_RAW.with(|r| r.set((self.id, Arc::as_ptr(&proc))));
                 CURRENT.with(|c| {
                     *c.borrow_mut() = Some(Current {
                         driver: self.id,
@@ -416,6 +421,7 @@ impl Driver {
         CURRENT.with(|c| {
             let mut c = c.borrow_mut();
             if c.as_ref().is_some_and(|c| c.driver == self.id) {
+                CURRENT_RAW.with(|r| r.set((0, std::ptr::null())));
                 *c = None;
             }
         });
@@ -499,19 +505,18 @@ impl Driver {
     #[inline]
     pub(crate) fn poll_events(&self, p: usize) {
         coop::reset();
-        // Borrowed from the thread-local rather than cloned: no reference
-        // count traffic on the hot path. Nothing below registers or
-        // unregisters a processor (the only mutable borrows).
-        CURRENT.with(|c| {
-            let c = c.borrow();
-            if let Some(cur) = c.as_ref().filter(|c| c.driver == self.id) {
-                debug_assert_eq!(cur.proc.index, p);
-                self.poll_own(&cur.proc);
-            }
-        });
+        let (driver, proc) = CURRENT_RAW.with(Cell::get);
+        if driver == self.id && !proc.is_null() {
+            // SAFETY: `CURRENT` holds an `Arc` of this engine for as long as
+            // `CURRENT_RAW` names it (set and cleared together, on this
+            // thread), and nothing below registers or unregisters.
+            let proc = unsafe { &*proc };
+            debug_assert_eq!(proc.index, p);
+            self.poll_own(proc);
+        }
     }
 
-    fn poll_own(&self, proc: &Arc<Proc>) {
+    fn poll_own(&self, proc: &Proc) {
         // Counted in a thread-local; the shared `iterations`, which helpers
         // read, is written only every HELP_PERIOD iterations: a line that
         // other processors read and the owner wrote on every iteration would
@@ -583,7 +588,7 @@ impl Driver {
     /// operations or due timers, drains it here: the tasks woken land on the
     /// helper's lanes. The age rule of the ready queue, counted in the
     /// helper's own scheduling iterations instead of clock ticks.
-    fn help(&self, own: &Arc<Proc>) {
+    fn help(&self, own: &Proc) {
         let version = self.procs_version.load(Ordering::Acquire);
         let watched = HELP_SNAPSHOT.with(|snapshot| {
             let mut snapshot = snapshot.borrow_mut();
