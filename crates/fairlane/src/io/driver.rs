@@ -10,7 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -39,6 +39,12 @@ const WATCH_PERIOD: Duration = Duration::from_millis(2);
 const NOT_PARKED: u64 = 0;
 /// `next_timer` when no timer is pending.
 const NO_TIMER: u64 = u64::MAX;
+/// `Proc::sleep_mode`: not in `park`'s wait (or about to choose).
+const AWAKE: u8 = 0;
+/// `Proc::sleep_mode`: waiting in the engine (ring or poller).
+const IN_ENGINE: u8 = 1;
+/// `Proc::sleep_mode`: waiting on `Proc::futex` (nothing in the engine).
+const ON_FUTEX: u8 = 2;
 
 static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -262,6 +268,11 @@ pub(crate) struct Proc {
     /// (`u64::MAX` without timer); `NOT_PARKED` otherwise. Written under the
     /// lock, read under it by a thread that adds an earlier timer.
     parked_until: AtomicU64,
+    /// How the owner waits in `park` (`AWAKE`, `IN_ENGINE`, `ON_FUTEX`):
+    /// written under the lock, read by wakers (driver.md, "Sleeping").
+    sleep_mode: AtomicU8,
+    /// The wake-up token of a wait `ON_FUTEX`: 1 when a wake is pending.
+    futex: AtomicU32,
     /// Operations in the slab plus registered descriptors.
     pub(crate) outstanding: AtomicUsize,
     /// Submissions pushed but not yet handed to the kernel.
@@ -371,6 +382,8 @@ impl Driver {
             }),
             next_timer: AtomicU64::new(NO_TIMER),
             parked_until: AtomicU64::new(NOT_PARKED),
+            sleep_mode: AtomicU8::new(AWAKE),
+            futex: AtomicU32::new(0),
             outstanding: AtomicUsize::new(0),
             unflushed: AtomicU32::new(0),
             iterations: AtomicU64::new(0),
@@ -718,6 +731,16 @@ impl Driver {
             }
             let until = proc.next_timer.load(Ordering::Relaxed);
             proc.parked_until.store(until, Ordering::Relaxed);
+            // With nothing in the engine, no completion or readiness can
+            // arrive there: wait on the futex, the cheaper wake-up. Anyone
+            // who puts work in this engine later does so under this lock
+            // and then wakes a futex sleeper (`Proc::wake_if_on_futex`).
+            let mode = if proc.outstanding.load(Ordering::Relaxed) == 0 {
+                ON_FUTEX
+            } else {
+                IN_ENGINE
+            };
+            proc.sleep_mode.store(mode, Ordering::SeqCst);
             let timer = if until == NO_TIMER {
                 None
             } else {
@@ -733,6 +756,7 @@ impl Driver {
             }
         };
         match &proc.engine {
+            _ if proc.sleep_mode.load(Ordering::Relaxed) == ON_FUTEX => proc.futex_wait(timeout),
             Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
             Engine::Poll(poller) => {
                 let mut events = Vec::new();
@@ -742,6 +766,7 @@ impl Driver {
             }
         }
         let mut st = proc.lock();
+        proc.sleep_mode.store(AWAKE, Ordering::SeqCst);
         proc.parked_until.store(NOT_PARKED, Ordering::Relaxed);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
@@ -899,12 +924,75 @@ impl Proc {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Makes the owner's `park` return.
+    /// Makes the owner's `park` return (or its next one): wakes the wait
+    /// it is in, or leaves both tokens when it has not chosen one yet.
     pub(crate) fn notify(&self) {
+        match self.sleep_mode.load(Ordering::SeqCst) {
+            ON_FUTEX => self.futex_wake(),
+            IN_ENGINE => self.engine_notify(),
+            _ => {
+                self.futex_wake();
+                self.engine_notify();
+            }
+        }
+    }
+
+    fn engine_notify(&self) {
         match &self.engine {
             Engine::Uring(ring) => ring.notify(),
             Engine::Poll(poller) => poller.notify(),
         }
+    }
+
+    /// Called under the lock by a thread that just put work in this engine
+    /// (an operation, a registration): an owner waiting `ON_FUTEX` would not
+    /// see its completion, so it is woken to wait again in the engine.
+    pub(crate) fn wake_if_on_futex(&self) {
+        if self.sleep_mode.load(Ordering::SeqCst) == ON_FUTEX {
+            self.futex_wake();
+        }
+    }
+
+    fn futex_wake(&self) {
+        self.futex.store(1, Ordering::Release);
+        // SAFETY: FUTEX_WAKE on a live word of this process; no other
+        // pointers.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.futex.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            )
+        };
+    }
+
+    /// Waits until `futex_wake` (or `timeout`); a pending token makes it
+    /// return at once. Consumes the token.
+    fn futex_wait(&self, timeout: Option<Duration>) {
+        if self.futex.swap(0, Ordering::Acquire) == 1 {
+            return;
+        }
+        let ts = timeout.map(|t| libc::timespec {
+            tv_sec: t.as_secs().min(i64::MAX as u64) as libc::time_t,
+            tv_nsec: t.subsec_nanos() as libc::c_long,
+        });
+        let ts_ptr = ts
+            .as_ref()
+            .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+        // SAFETY: FUTEX_WAIT on a live word of this process, expecting 0
+        // (a wake since the swap makes it return at once), with a relative
+        // timeout that lives across the call (or none).
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.futex.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                0,
+                ts_ptr,
+            )
+        };
+        self.futex.swap(0, Ordering::Acquire);
     }
 
     /// Hands the pushed submissions to the kernel (uring engine): itself

@@ -204,6 +204,7 @@ fn register(
         return Err(e);
     }
     proc.outstanding.fetch_add(1, Ordering::Relaxed);
+    proc.wake_if_on_futex();
     drop(st);
     *home = Some((proc, key));
     Ok(())

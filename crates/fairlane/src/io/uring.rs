@@ -499,6 +499,9 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, 
     if !local || proc.unflushed() > super::driver::FLUSH_THRESHOLD {
         proc.flush(&mut st);
     }
+    if !local {
+        proc.wake_if_on_futex();
+    }
     drop(st);
     fired.into_iter().for_each(Waker::wake);
     Ok((proc, key))
