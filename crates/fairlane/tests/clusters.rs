@@ -1735,8 +1735,9 @@ fn migrating_a_restricted_task_clears_its_affinity() {
 }
 
 /// I/O under continuous resizing, on both backends: TCP round trips (an
-/// echo server task per connection, clients that check every echo) and
-/// short sleeps, while processors are added and removed every 0.5-2 ms.
+/// echo server task per connection, clients that check every echo), short
+/// sleeps, `block_in_place` and file reads, while processors are added and
+/// removed every 0.5-2 ms.
 /// Every operation waiting on a removed processor's engine must carry on
 /// elsewhere: no round trip may fail, hang or return the wrong bytes.
 #[test]
@@ -1805,8 +1806,25 @@ fn io_under_resizing(backend: fairlane::io::IoBackend, seed: u64) {
                                     got.extend_from_slice(&buf);
                                 }
                                 assert_eq!(got, msg, "connection {c} round {round}");
-                                if round % 16 == 0 {
-                                    fairlane::time::sleep(Duration::from_micros(200)).await;
+                                match round % 16 {
+                                    0 => fairlane::time::sleep(Duration::from_micros(200)).await,
+                                    // The processor goes to a stand-in thread
+                                    // and back (it may be removed meanwhile).
+                                    5 => fairlane::task::block_in_place(|| {
+                                        thread::sleep(Duration::from_micros(100))
+                                    }),
+                                    // A file read from a task: its operation
+                                    // may land on a ring that goes next.
+                                    9 => {
+                                        let got = fairlane::fs::read(concat!(
+                                            env!("CARGO_MANIFEST_DIR"),
+                                            "/Cargo.toml"
+                                        ))
+                                        .await
+                                        .unwrap();
+                                        assert!(!got.is_empty());
+                                    }
+                                    _ => {}
                                 }
                                 done.fetch_add(1, Ordering::Relaxed);
                             }
