@@ -1846,6 +1846,16 @@ fn io_under_resizing(backend: fairlane::io::IoBackend, seed: u64) {
     );
 }
 
+/// A runtime of two processors (at most two) on io_uring.
+fn two_processors_on_io_uring() -> Runtime {
+    build(
+        Runtime::builder()
+            .processors(2)
+            .max_processors(2)
+            .io_backend(fairlane::io::IoBackend::IoUring),
+    )
+}
+
 /// A slot reused after a removal has an engine of its own, and threads that
 /// are not processors (here `block_on` threads reading a file) submit to it
 /// through the driver's submission thread. (Its table was indexed by
@@ -1854,12 +1864,7 @@ fn io_under_resizing(backend: fairlane::io::IoBackend, seed: u64) {
 #[test]
 fn io_from_outside_threads_after_a_slot_is_reused() {
     with_deadline("outside_io_after_reuse", HANG, String::new, || {
-        let rt = build(
-            Runtime::builder()
-                .processors(2)
-                .max_processors(2)
-                .io_backend(fairlane::io::IoBackend::IoUring),
-        );
+        let rt = two_processors_on_io_uring();
         let cluster = rt.handle().cluster();
         let ids = cluster.processors();
         cluster.remove_processor(ids[1]).unwrap();
@@ -1894,12 +1899,7 @@ fn io_submitted_by_a_removed_helper_is_done_again() {
     use std::io::Write;
     use std::task::Context;
     with_deadline("helper_removed", HANG, String::new, || {
-        let rt = build(
-            Runtime::builder()
-                .processors(2)
-                .max_processors(2)
-                .io_backend(fairlane::io::IoBackend::IoUring),
-        );
+        let rt = two_processors_on_io_uring();
         let cluster = rt.handle().cluster();
         let ids = cluster.processors();
         let (a, b) = (ids[0], ids[1]);
