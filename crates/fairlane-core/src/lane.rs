@@ -134,20 +134,23 @@ impl<T> Lane<T> {
             drop(guard);
             return PushOutcome::Closed(item);
         }
-        guard.with(|q| {
-            if q.is_empty() {
+        let filled = guard.with(|q| {
+            let filled = q.is_empty();
+            if filled {
                 info.head.store(ts, Ordering::Relaxed);
             }
             q.push_back((item, ts));
+            filled
         });
-        PushOutcome::Pushed
+        PushOutcome::Pushed { filled }
     }
 }
 
 /// Result of [`Lane::push`].
 pub enum PushOutcome<T> {
-    /// The item is in the lane.
-    Pushed,
+    /// The item is in the lane; `filled`: the lane was empty before (this
+    /// push set its head).
+    Pushed { filled: bool },
     /// The lane was locked (only without `wait`): the item back.
     Busy(T),
     /// The queue is closed: the item back.

@@ -342,7 +342,7 @@ impl<T> ReadyQueue<T> {
 
     /// Pushes a task restricted to a set of processors onto processor `p`'s
     /// restricted lane, stamped `ts`. Only `p` ever pops it.
-    pub(crate) fn push_pinned(&self, p: usize, item: T, ts: u64) -> Result<(), T> {
+    pub(crate) fn push_pinned(&self, p: usize, item: T, ts: u64) -> Result<bool, T> {
         let offset = self.pinned_offset();
         self.push_to(p, offset..offset + 1, 0, item, ts)
     }
@@ -351,9 +351,9 @@ impl<T> ReadyQueue<T> {
     /// between them, try-locking and moving on when one is busy; if all are
     /// busy it waits for the one whose turn it was. Stamped with the
     /// processor's iteration clock. Gives the item back once the queue is
-    /// closed.
+    /// closed. `Ok(true)`: the push made its lane non-empty.
     #[inline]
-    pub(crate) fn push_local(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
+    pub(crate) fn push_local(&self, p: usize, item: T, priority: Priority) -> Result<bool, T> {
         let local = &self.local[p];
         let ts = local.now.load(Ordering::Relaxed);
         if priority == Priority::Normal {
@@ -384,7 +384,7 @@ impl<T> ReadyQueue<T> {
         item: T,
         now: u64,
         priority: Priority,
-    ) -> Result<(), T> {
+    ) -> Result<bool, T> {
         let p = match preferred {
             Some(p) if self.is_active(p) => p,
             _ => self.active_slot(self.outside.fetch_add(1, Ordering::Relaxed) % self.processors()),
@@ -409,7 +409,7 @@ impl<T> ReadyQueue<T> {
         start: usize,
         mut item: T,
         ts: u64,
-    ) -> Result<(), T> {
+    ) -> Result<bool, T> {
         let count = offsets.len();
         let base = p * self.stride + offsets.start;
         let open = || !self.shared.closed.load(Ordering::Relaxed);
@@ -417,7 +417,7 @@ impl<T> ReadyQueue<T> {
             let l = base + (start + i) % count;
             // The last round waits for the lock of the lane whose turn it was.
             match self.lanes[l].push(&self.info[l], item, ts, i == count, open) {
-                PushOutcome::Pushed => return Ok(()),
+                PushOutcome::Pushed { filled } => return Ok(filled),
                 PushOutcome::Busy(back) => item = back,
                 PushOutcome::Closed(back) => return Err(back),
             }

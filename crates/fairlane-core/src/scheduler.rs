@@ -131,8 +131,8 @@ impl<T, H: Host> Scheduler<T, H> {
         if self.is_removed(p) {
             return self.push_remote(item, None, priority);
         }
-        self.queue.push_local(p, item, priority)?;
-        self.notify_after_push();
+        let filled = self.queue.push_local(p, item, priority)?;
+        self.notify_after_push(filled);
         Ok(())
     }
 
@@ -145,9 +145,10 @@ impl<T, H: Host> Scheduler<T, H> {
         priority: Priority,
     ) -> Result<(), T> {
         let _guard = self.queue.lock().read_remote();
-        self.queue
+        let filled = self
+            .queue
             .push_remote(preferred, item, self.host.now(), priority)?;
-        self.notify_after_push();
+        self.notify_after_push(filled);
         Ok(())
     }
 
@@ -216,11 +217,16 @@ impl<T, H: Host> Scheduler<T, H> {
 
     /// Waker side of the idle handshake (idle.md): the push is complete (its
     /// lane lock released) before this fence; the published sleeper is read
-    /// after it.
+    /// after it. Only a push that made its lane non-empty (`filled`) takes
+    /// part: a push onto a lane that already held work adds nothing a
+    /// sleeper's final scan could miss, since the push that filled the lane
+    /// did the handshake (idle.md, "Only filling pushes wake").
     #[inline]
-    fn notify_after_push(&self) {
-        fence(Ordering::SeqCst);
-        self.idle.notify_one(&self.host);
+    fn notify_after_push(&self, filled: bool) {
+        if filled {
+            fence(Ordering::SeqCst);
+            self.idle.notify_one(&self.host);
+        }
     }
 
     /// The next item for processor `p`, sleeping while there is none.

@@ -127,6 +127,35 @@ fn idle_sleep_push_races_two_sleepers() {
     });
 }
 
+/// Two pushes from outside onto one lane, racing two processors going to
+/// sleep: only the push that fills the empty lane does the wake-up handshake
+/// (`Scheduler::notify_after_push`); the second, onto a lane that already
+/// holds work, does not. Both items must still be taken: whoever the first
+/// push woke, or a sleeper's final scan, finds the lane non-empty.
+#[test]
+fn idle_sleep_second_push_onto_a_full_lane_needs_no_wake() {
+    model(|| {
+        let sched = Arc::new(Scheduler::new(config(2), LoomHost::new(2)).unwrap());
+        let taken = Arc::new(AtomicUsize::new(0));
+        let workers: Vec<_> = (0..2)
+            .map(|p| {
+                let (sched, taken) = (sched.clone(), taken.clone());
+                thread::spawn(move || processor(&sched, p, &taken, 2))
+            })
+            .collect();
+        sched.push(1, Some(1)).unwrap();
+        sched.push(2, Some(1)).unwrap();
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(
+            taken.load(Ordering::SeqCst),
+            2,
+            "an item was handed out twice or lost"
+        );
+    });
+}
+
 /// `release` (the hand-back of std's `block_in_place`) racing a processor
 /// going to sleep: the processor must return from `next`, never sleep
 /// through it.

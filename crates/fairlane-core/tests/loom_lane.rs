@@ -13,7 +13,7 @@ use loom::thread;
 fn push(lane: &Lane<u32>, info: &LaneInfo, v: u32, ts: u64) {
     assert!(matches!(
         lane.push(info, v, ts, true, || true),
-        PushOutcome::Pushed
+        PushOutcome::Pushed { .. }
     ));
 }
 
