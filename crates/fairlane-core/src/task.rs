@@ -8,6 +8,7 @@
 use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::Pin;
+use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 
 use async_task::{Builder, FallibleTask, Runnable};
@@ -48,13 +49,50 @@ pub struct TaskMeta<H: Host> {
     /// task's state word (AcqRel transitions) orders every write before every
     /// later read, so the cell is never accessed concurrently.
     cluster: core::cell::UnsafeCell<Arc<Cluster<H>>>,
+    /// Abort, finish and background: what the task's handles, its registry
+    /// entry and its future share. In the task's own allocation, so that a
+    /// spawn allocates once.
+    state: TaskState,
+    /// Where the task's registry entry is. Written before the task is first
+    /// scheduled and by the task itself while it runs
+    /// ([`Cluster::migrate_current`]); read when its future is dropped,
+    /// which never overlaps a poll. The same ordering argument as `cluster`.
+    registration: core::cell::UnsafeCell<Registration<H>>,
 }
 
-// SAFETY: every field but `cluster` is `Sync`; `cluster` is written only by
-// the thread polling the task and read only by `schedule`, which never runs
-// during a poll of the same task (see the field's comment), so no two
-// threads access it at once.
+// SAFETY: every field but `cluster` and `registration` is `Sync`. Those two
+// are written only by the thread polling the task (or by the spawner before
+// the task is first scheduled) and read only by `schedule` and by the drop
+// of the task's future, neither of which runs during a poll of the same
+// task (see the fields' comments), so no two threads access them at once.
 unsafe impl<H: Host> Sync for TaskMeta<H> {}
+
+/// A task's entry in a cluster's registry of live tasks.
+struct Registration<H: Host> {
+    /// The cluster whose registry holds the entry, when that is not the
+    /// task's cluster (it moved: entries stay with the cluster that spawned
+    /// the task, see `Cluster::migrate_current`). `None` for a task that
+    /// never moved, so that a spawn takes one reference on its cluster, not
+    /// two.
+    spawned_in: Option<Arc<Cluster<H>>>,
+    /// The registry shard in the low [`SHARD_BITS`] bits, the key in that
+    /// shard's slab above them: one word, so that the metadata (with
+    /// `async-task`'s header) fits the 128 bytes before the future.
+    entry: usize,
+}
+
+/// Bits that hold a registry shard index (at most `MAX_PROCESSORS`).
+const SHARD_BITS: u32 = usize::BITS - crate::MAX_PROCESSORS.leading_zeros();
+
+impl<H: Host> Registration<H> {
+    fn shard(&self) -> usize {
+        self.entry & ((1 << SHARD_BITS) - 1)
+    }
+
+    fn key(&self) -> usize {
+        self.entry >> SHARD_BITS
+    }
+}
 
 impl<H: Host> TaskMeta<H> {
     /// The task's cluster; see the field's comment for why this is sound.
@@ -67,6 +105,18 @@ impl<H: Host> TaskMeta<H> {
 }
 
 impl<H: Host> TaskMeta<H> {
+    /// The registry entry and the cluster holding it.
+    ///
+    /// # Safety
+    /// Only while the task is being polled on this thread, or while its
+    /// future is being dropped, or before it is first scheduled (see
+    /// `registration`).
+    unsafe fn registration(&self) -> (&Cluster<H>, &Registration<H>) {
+        // SAFETY: the caller is the only one accessing the two cells now.
+        let (cluster, reg) = unsafe { (&*self.cluster.get(), &*self.registration.get()) };
+        (reg.spawned_in.as_ref().unwrap_or(cluster), reg)
+    }
+
     fn preferred(&self) -> Option<usize> {
         match self.preferred.load(Ordering::Relaxed) {
             NO_PROCESSOR => None,
@@ -189,19 +239,32 @@ impl core::fmt::Display for AffinityError {
 
 impl core::error::Error for AffinityError {}
 
-/// Shared between a task's future and its handles: the abort flag, and the
-/// task's waker so that an abort can get it polled (and dropped).
-struct TaskCtl {
+/// Shared between a task's future, its handles and its registry entry: the
+/// abort flag, and the task's waker so that an abort can get it polled (and
+/// dropped). Part of the task's metadata.
+struct TaskState {
     aborted: AtomicBool,
     /// Spawned as a background task: does not keep a graceful shutdown
     /// waiting (see [`Cluster::tasks_finished`]).
     background: bool,
     /// Set when the task's future has been dropped (completed or cancelled).
     finished: AtomicBool,
+    /// The task's own waker while its future lives: a reference the task
+    /// holds on itself, given up when the future is dropped
+    /// (`RegistrySlot::drop`), so it never keeps a finished task allocated.
     waker: SpinLock<Option<Waker>>,
 }
 
-impl TaskCtl {
+impl TaskState {
+    fn new(background: bool) -> Self {
+        Self {
+            aborted: AtomicBool::new(false),
+            background,
+            finished: AtomicBool::new(false),
+            waker: SpinLock::new(None),
+        }
+    }
+
     fn abort(&self) {
         self.aborted.store(true, Ordering::Release);
         let waker = self.waker.lock().with(|w| w.clone());
@@ -211,12 +274,20 @@ impl TaskCtl {
     }
 }
 
+/// A registry entry: the state of a live task.
+struct Entry(NonNull<TaskState>);
+
+// SAFETY: `TaskState` is `Sync`, and an entry is only dereferenced under its
+// shard's lock while it is in the registry, that is before the task's future
+// is dropped, so before the task (and the state in it) can be freed.
+unsafe impl Send for Entry {}
+
 type Registry = SpinLock<Shard>;
 
 /// One shard of the registry of live tasks.
 #[derive(Default)]
 struct Shard {
-    tasks: Slab<Arc<TaskCtl>>,
+    tasks: Slab<Entry>,
     /// How many of `tasks` are background tasks.
     background: usize,
 }
@@ -391,12 +462,25 @@ impl<H: Host> Cluster<H> {
         meta.affinity.lock().with(|a| *a = None);
         meta.restricted.store(false, Ordering::Relaxed);
         meta.preferred.store(NO_PROCESSOR, Ordering::Relaxed);
-        // SAFETY: we are polling the task (see `current_meta`), so `schedule`
-        // cannot run for it now (see `TaskMeta::cluster`). The old `Arc` can
-        // be dropped: this thread is inside `self.run_processor`, whose
+        // SAFETY: we are polling the task (see `current_meta`), so neither
+        // `schedule` nor the drop of its future can run for it now (see
+        // `TaskMeta::cluster` and `TaskMeta::registration`). Whatever `Arc`
+        // is dropped here, this thread is inside `self.run_processor`, whose
         // borrow keeps `self` alive.
-        let old = unsafe { core::mem::replace(&mut *meta.cluster.get(), target.clone()) };
-        drop(old);
+        let (old, reg) = unsafe {
+            (
+                core::mem::replace(&mut *meta.cluster.get(), target.clone()),
+                &mut *meta.registration.get(),
+            )
+        };
+        // The registry entry stays where it is: a graceful shutdown counts
+        // the clusters one after the other, and an entry on the move could
+        // slip past both counts. So the task keeps that cluster alive.
+        match &reg.spawned_in {
+            None => reg.spawned_in = Some(old),
+            Some(home) if Arc::ptr_eq(home, target) => reg.spawned_in = None,
+            Some(_) => drop(old),
+        }
         Ok(())
     }
 
@@ -476,30 +560,6 @@ impl<H: Host> Cluster<H> {
                 return Err(AffinityError::WithPriority);
             }
         }
-        let shard = self
-            .sched
-            .host()
-            .current_processor()
-            .unwrap_or(self.capacity());
-        let ctl = Arc::new(TaskCtl {
-            aborted: AtomicBool::new(false),
-            background,
-            finished: AtomicBool::new(false),
-            waker: SpinLock::new(None),
-        });
-        let key = self.registry[shard].lock().with(|shard| {
-            shard.background += usize::from(background);
-            shard.tasks.insert(ctl.clone())
-        });
-        let supervised = Supervised {
-            future,
-            slot: RegistrySlot {
-                cluster: self.clone(),
-                ctl: ctl.clone(),
-                shard,
-                key,
-            },
-        };
         let (runnable, task) = Builder::new()
             .metadata(TaskMeta {
                 preferred: AtomicU32::new(NO_PROCESSOR),
@@ -507,13 +567,49 @@ impl<H: Host> Cluster<H> {
                 restricted: AtomicBool::new(affinity.is_some()),
                 affinity: SpinLock::new(affinity),
                 cluster: core::cell::UnsafeCell::new(self.clone()),
+                state: TaskState::new(background),
+                registration: core::cell::UnsafeCell::new(Registration {
+                    spawned_in: None,
+                    entry: 0,
+                }),
             })
-            .spawn(move |_| supervised, schedule::<H>);
-        ctl.waker.lock().with(|w| *w = Some(runnable.waker()));
+            .spawn(
+                // `meta` is pinned in the task's allocation, which outlives
+                // the future.
+                move |meta| Supervised {
+                    future,
+                    slot: RegistrySlot {
+                        meta: NonNull::from(meta),
+                    },
+                },
+                schedule::<H>,
+            );
+        let meta = runnable.metadata();
+        meta.state
+            .waker
+            .lock()
+            .with(|w| *w = Some(runnable.waker()));
+        let shard = self
+            .sched
+            .host()
+            .current_processor()
+            .unwrap_or(self.capacity());
+        let key = self.registry[shard].lock().with(|registry| {
+            registry.background += usize::from(background);
+            registry.tasks.insert(Entry(NonNull::from(&meta.state)))
+        });
+        // SAFETY: the task is not scheduled yet: nothing else can reach the
+        // cell (see `TaskMeta::registration`).
+        unsafe {
+            // A slab key is below the number of entries, so far below
+            // 2^(usize::BITS - SHARD_BITS).
+            (*meta.registration.get()).entry = key << SHARD_BITS | shard;
+        }
+        let meta = NonNull::from(meta);
         runnable.schedule();
         Ok(TaskHandle {
             task: Some(task.fallible()),
-            ctl,
+            meta,
         })
     }
 
@@ -603,11 +699,22 @@ impl<H: Host> Cluster<H> {
         let queued = self.sched.drain();
         drop(queued);
         for shard in self.registry.iter() {
-            let live: Vec<Arc<TaskCtl>> = shard
-                .lock()
-                .with(|shard| shard.tasks.iter().map(|(_, ctl)| ctl.clone()).collect());
-            for ctl in live {
-                ctl.abort();
+            // The wakers are cloned under the shard's lock, which keeps every
+            // entry's task alive (see `Entry`), and woken after it.
+            let live: Vec<Waker> = shard.lock().with(|shard| {
+                shard
+                    .tasks
+                    .iter()
+                    .filter_map(|(_, entry)| {
+                        // SAFETY: in the registry, under its lock (see `Entry`).
+                        let state = unsafe { entry.0.as_ref() };
+                        state.aborted.store(true, Ordering::Release);
+                        state.waker.lock().with(|w| w.clone())
+                    })
+                    .collect()
+            });
+            for waker in live {
+                waker.wake();
             }
         }
         drop(self.sched.drain());
@@ -652,30 +759,46 @@ impl<H: Host> Cluster<H> {
 /// Removes a task from its cluster's registry, and marks it finished, when
 /// its future is dropped.
 struct RegistrySlot<H: Host> {
-    cluster: Arc<Cluster<H>>,
-    ctl: Arc<TaskCtl>,
-    shard: usize,
-    key: usize,
+    /// The task's own metadata, in the allocation that also holds this slot
+    /// (inside the future), which is freed only after the future is dropped.
+    meta: NonNull<TaskMeta<H>>,
+}
+
+// SAFETY: the slot only reads through `meta` (a `Sync` type, see
+// `TaskMeta`), from whichever thread polls or drops the future.
+unsafe impl<H: Host> Send for RegistrySlot<H> {}
+
+impl<H: Host> RegistrySlot<H> {
+    fn state(&self) -> &TaskState {
+        // SAFETY: the metadata outlives the future holding this slot.
+        unsafe { &self.meta.as_ref().state }
+    }
 }
 
 impl<H: Host> Drop for RegistrySlot<H> {
     fn drop(&mut self) {
-        self.ctl.finished.store(true, Ordering::Release);
-        let background = self.ctl.background;
-        let removed = self.cluster.registry[self.shard].lock().with(|shard| {
-            shard.background -= usize::from(background);
-            shard.tasks.try_remove(self.key)
+        // SAFETY: see `meta`.
+        let meta = unsafe { self.meta.as_ref() };
+        let state = &meta.state;
+        state.finished.store(true, Ordering::Release);
+        // SAFETY: the task's future is being dropped.
+        let (cluster, reg) = unsafe { meta.registration() };
+        cluster.registry[reg.shard()].lock().with(|shard| {
+            shard.background -= usize::from(state.background);
+            shard.tasks.try_remove(reg.key());
         });
-        drop(removed);
         // After the removal, under the shard lock that `TasksFinished` also
         // takes to count: either its count saw this removal, or this load
         // sees its `draining` store and the waker it stored before counting.
-        if self.cluster.draining.load(Ordering::Acquire) {
-            let waiter = self.cluster.drain_waiter.lock().with(Option::take);
+        if cluster.draining.load(Ordering::Acquire) {
+            let waiter = cluster.drain_waiter.lock().with(Option::take);
             if let Some(waker) = waiter {
                 waker.wake();
             }
         }
+        // Out of the registry, so `cancel_all` no longer clones it. Not the
+        // task's last reference: whoever drops the future holds one.
+        drop(state.waker.lock().with(Option::take));
     }
 }
 
@@ -722,8 +845,8 @@ impl<F: Future, H: Host> Future for Supervised<F, H> {
     type Output = Option<F::Output>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Acquire pairs with the Release in `TaskCtl::abort`.
-        if self.slot.ctl.aborted.load(Ordering::Acquire) {
+        // Acquire pairs with the Release in `TaskState::abort`.
+        if self.slot.state().aborted.load(Ordering::Acquire) {
             return Poll::Ready(None);
         }
         // SAFETY: `future` is structurally pinned: it is never moved out of
@@ -737,20 +860,39 @@ impl<F: Future, H: Host> Future for Supervised<F, H> {
 pub struct TaskHandle<T, H: Host> {
     /// `None` only inside `drop`.
     task: Option<FallibleTask<Option<T>, TaskMeta<H>>>,
-    ctl: Arc<TaskCtl>,
+    /// The task's metadata, kept allocated by `task`.
+    meta: NonNull<TaskMeta<H>>,
 }
 
+// SAFETY: `meta` points at a `Sync` type kept alive by `task`; the handle is
+// otherwise an `async-task` handle, `Send`/`Sync` when its output is.
+unsafe impl<T: Send, H: Host> Send for TaskHandle<T, H> {}
+// SAFETY: as above; `&TaskHandle` gives no access to the output.
+unsafe impl<T, H: Host> Sync for TaskHandle<T, H> {}
+
 impl<T, H: Host> TaskHandle<T, H> {
+    fn state(&self) -> &TaskState {
+        // SAFETY: see `meta`.
+        unsafe { &self.meta.as_ref().state }
+    }
+
     /// Asks the task to stop: it is not polled again; its future is dropped
     /// on a processor. A task that already finished keeps its output.
     pub fn abort(&self) {
-        self.ctl.abort();
+        self.state().abort();
     }
 
     /// A cloneable handle that can only abort.
     pub fn abort_handle(&self) -> AbortHandle {
+        let state = self.state();
         AbortHandle {
-            ctl: self.ctl.clone(),
+            // A waker keeps the task, and its state, allocated. None once
+            // the future is dropped: there is nothing left to abort.
+            task: state
+                .waker
+                .lock()
+                .with(|w| w.clone())
+                .map(|waker| (waker, NonNull::from(state))),
         }
     }
 
@@ -784,17 +926,62 @@ impl<T, H: Host> Future for TaskHandle<T, H> {
 /// Aborts a task from anywhere; see [`TaskHandle::abort`].
 #[derive(Clone)]
 pub struct AbortHandle {
-    ctl: Arc<TaskCtl>,
+    /// The task's waker, which keeps it allocated, and its state; `None`
+    /// when made after the task's future was dropped.
+    task: Option<(Waker, NonNull<TaskState>)>,
 }
 
+// SAFETY: `TaskState` is `Sync` and the waker keeps it allocated.
+unsafe impl Send for AbortHandle {}
+// SAFETY: as above.
+unsafe impl Sync for AbortHandle {}
+
 impl AbortHandle {
+    fn state(&self) -> Option<&TaskState> {
+        // SAFETY: see `task`.
+        self.task
+            .as_ref()
+            .map(|(_, state)| unsafe { state.as_ref() })
+    }
+
     /// Asks the task to stop; see [`TaskHandle::abort`].
     pub fn abort(&self) {
-        self.ctl.abort();
+        if let Some((waker, state)) = &self.task {
+            // SAFETY: see `task`.
+            unsafe { state.as_ref() }
+                .aborted
+                .store(true, Ordering::Release);
+            waker.wake_by_ref();
+        }
     }
 
     /// Whether the task's future has been dropped (completed or cancelled).
     pub fn is_finished(&self) -> bool {
-        self.ctl.finished.load(Ordering::Acquire)
+        self.state()
+            .is_none_or(|state| state.finished.load(Ordering::Acquire))
+    }
+}
+#[cfg(test)]
+mod tests {
+    /// `async-task` puts its header (three words, plus a flag word when its
+    /// `std` feature is on, as it is in a program that also uses
+    /// `async-executor`) and the metadata before the future, which is
+    /// aligned to 128 bytes (`Supervised`): metadata over 88 bytes pushes
+    /// every task from 256 bytes to 384.
+    #[test]
+    fn task_metadata_fits_before_the_future() {
+        struct H;
+        // SAFETY: never runs a processor.
+        unsafe impl crate::Host for H {
+            fn now(&self) -> u64 {
+                0
+            }
+            fn current_processor(&self) -> Option<usize> {
+                None
+            }
+            fn park(&self, _: usize) {}
+            fn unpark(&self, _: usize) {}
+        }
+        assert!(core::mem::size_of::<super::TaskMeta<H>>() <= 88);
     }
 }

@@ -1128,6 +1128,70 @@ fn migrating_back_and_forth_loses_nothing() {
     }
 }
 
+/// A task's registry entry (what shutdown and `alive_tasks` count) stays
+/// with the cluster that spawned it while the task runs elsewhere: it is
+/// removed when the task finishes on the other cluster, aborting a moved
+/// task works, and dropping the runtime drops a moved task that is parked.
+#[test]
+fn moved_tasks_stay_counted_and_cancellable_where_they_were_spawned() {
+    let _serial = serial();
+    with_deadline("migrate_registry", HANG, String::new, || {
+        let dropped = Arc::new(AtomicUsize::new(0));
+        let rt = build(Runtime::builder().processors(1).cluster("b", 1));
+        let b = rt.cluster("b").unwrap();
+        let alive = |c: &Handle| c.metrics().alive_tasks;
+        let default = rt.handle().clone();
+        let b_handle = b.handle().clone();
+
+        // Finishes on b: leaves the default cluster's registry.
+        let (b2, counter) = (b.clone(), DropCounter(dropped.clone()));
+        let done = rt.spawn(async move {
+            let _counter = counter;
+            b2.migrate_here().await.expect("to b");
+            whereabouts()
+        });
+        assert_on(&rt.block_on(done).unwrap(), "b", &b.processors());
+        assert_eq!(dropped.load(Ordering::SeqCst), 1);
+        assert_eq!(alive(&default), 0);
+        assert_eq!(alive(&b_handle), 0);
+
+        // Parked on b: counted on the default cluster only.
+        let parked: Vec<_> = (0..2)
+            .map(|_| {
+                let (b2, counter) = (b.clone(), DropCounter(dropped.clone()));
+                rt.spawn(async move {
+                    let _counter = counter;
+                    b2.migrate_here().await.expect("to b");
+                    std::future::pending::<()>().await
+                })
+            })
+            .collect();
+        wait_for("both tasks on b", || {
+            let polls: u64 = b_handle.metrics().processors.iter().map(|p| p.polls).sum();
+            polls >= 3
+        });
+        assert_eq!(alive(&default), 2);
+        assert_eq!(alive(&b_handle), 0);
+
+        // Aborted while on b.
+        let mut parked = parked.into_iter();
+        let first = parked.next().unwrap();
+        let abort = first.abort_handle();
+        abort.abort();
+        assert!(rt.block_on(first).unwrap_err().is_cancelled());
+        assert!(abort.is_finished());
+        assert_eq!(dropped.load(Ordering::SeqCst), 2);
+        assert_eq!(alive(&default), 1);
+
+        // Dropped by the runtime's shutdown, from the spawning cluster's
+        // registry.
+        let second = parked.next().unwrap();
+        drop(rt);
+        assert_eq!(dropped.load(Ordering::SeqCst), 3);
+        assert!(second.is_finished());
+    });
+}
+
 #[test]
 fn migrate_here_outside_a_task_is_unsupported() {
     let rt = build(Runtime::builder().processors(1).cluster("b", 1));

@@ -848,6 +848,7 @@ impl Handle {
                 .into_iter()
                 .map(|id| self.cluster.counters(id.index()))
                 .collect(),
+            alive_tasks: self.cluster.live_tasks(),
         }
     }
 
@@ -947,12 +948,14 @@ impl fmt::Display for TryCurrentError {
 
 impl std::error::Error for TryCurrentError {}
 
-/// Per-processor counters, indexed by processor.
+/// One cluster's counters: per processor, and its live tasks.
 ///
 /// # Example
 /// ```
 /// let rt = fairlane::Runtime::builder().processors(2).build()?;
 /// let polls: u64 = rt.metrics().processors.iter().map(|p| p.polls).sum();
+/// let parked = rt.spawn(std::future::pending::<()>());
+/// assert_eq!(rt.metrics().alive_tasks, 1);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Clone, Debug, Default)]
@@ -960,6 +963,11 @@ impl std::error::Error for TryCurrentError {}
 pub struct RuntimeMetrics {
     /// One entry per processor.
     pub processors: Vec<ProcessorMetrics>,
+    /// Tasks spawned on the cluster whose future has not been dropped yet
+    /// (tokio's `num_alive_tasks`). A task that moved to another cluster
+    /// ([`Cluster::migrate_here`](crate::Cluster::migrate_here))
+    /// still counts where it was spawned.
+    pub alive_tasks: usize,
 }
 
 /// What one processor counted about itself.
