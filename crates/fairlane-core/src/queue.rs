@@ -29,8 +29,14 @@ pub(crate) enum Source {
 /// loads and stores (never read-modify-writes) keep it as cheap as plain
 /// fields while letting other threads read the counters.
 pub(crate) struct Local {
+    /// Which normal lane the next own push tries first (below
+    /// `lanes_per_processor`).
     push_cursor: AtomicUsize,
-    pops: AtomicUsize,
+    /// Pops until the next help target is drawn.
+    help_countdown: Countdown,
+    /// Scheduling iterations until the clock is read again
+    /// (`Config::clock_period`).
+    pub(crate) clock_countdown: Countdown,
     rng: AtomicU64,
     /// Lane index chosen as the next help target, or `NO_TARGET`.
     help_target: AtomicUsize,
@@ -90,7 +96,8 @@ impl Local {
     fn new(seed: u64) -> Self {
         Self {
             push_cursor: AtomicUsize::new(0),
-            pops: AtomicUsize::new(0),
+            help_countdown: Countdown::default(),
+            clock_countdown: Countdown::default(),
             rng: AtomicU64::new(seed | 1),
             help_target: AtomicUsize::new(NO_TARGET),
             now: AtomicU64::new(0),
@@ -116,13 +123,42 @@ impl Local {
         x.wrapping_mul(0x2545_f491_4f6c_dd1d)
     }
 
-    /// Post-increments an owner-only cursor.
+    /// Post-increments an owner-only cursor that wraps at `n`.
     #[inline]
-    fn next(cursor: &AtomicUsize) -> usize {
+    fn next(cursor: &AtomicUsize, n: usize) -> usize {
         let c = cursor.load(Ordering::Relaxed);
-        cursor.store(c.wrapping_add(1), Ordering::Relaxed);
+        cursor.store(if c + 1 >= n { 0 } else { c + 1 }, Ordering::Relaxed);
         c
     }
+}
+
+/// An owner-only counter that says yes once every `period` calls. The hot
+/// paths count this way rather than with `%`: a division costs a few
+/// nanoseconds, and they run on every scheduling iteration or pop.
+#[derive(Default)]
+pub(crate) struct Countdown(AtomicU32);
+
+impl Countdown {
+    /// True on the first call and then once every `period` (at least 1)
+    /// calls.
+    #[inline]
+    pub(crate) fn tick(&self, period: u32) -> bool {
+        let left = self.0.load(Ordering::Relaxed);
+        let (due, next) = match left {
+            0 => (true, period - 1),
+            _ => (false, left - 1),
+        };
+        self.0.store(next, Ordering::Relaxed);
+        due
+    }
+}
+
+/// A number below `n` made from the low 32 bits of `r` (random, or as good
+/// as random) by a multiply and a shift: no division, unlike `r % n`, and as
+/// even for the small `n` here (processors, lanes).
+#[inline]
+fn below(r: u64, n: usize) -> usize {
+    ((u64::from(r as u32) * n as u64) >> 32) as usize
 }
 
 /// The cluster's ready queue: per processor slot, `lanes_per_processor`
@@ -151,7 +187,7 @@ pub(crate) struct ReadyQueue<T> {
     slot_active: Box<[AtomicBool]>,
     /// See `Config::priority_bound`.
     priority_bound: usize,
-    help_period: usize,
+    help_period: u32,
     help_factor_log2: u32,
     steal_attempts: usize,
     /// Spreads pushes from outside threads that have no preferred processor.
@@ -197,7 +233,7 @@ impl<T> ReadyQueue<T> {
             lanes_per_processor: config.lanes_per_processor,
             stride,
             priority_bound: config.priority_bound as usize,
-            help_period: config.help_period as usize,
+            help_period: config.help_period,
             help_factor_log2: config.help_factor_log2,
             steal_attempts: config.steal_attempts,
             shared: CachePadded::new(Shared {
@@ -357,7 +393,7 @@ impl<T> ReadyQueue<T> {
         let local = &self.local[p];
         let ts = local.now.load(Ordering::Relaxed);
         if priority == Priority::Normal {
-            let start = Local::next(&local.push_cursor);
+            let start = Local::next(&local.push_cursor, self.lanes_per_processor);
             self.push_to(p, 0..self.lanes_per_processor, start, item, ts)
         } else {
             self.push_to(p, self.class_lanes(priority), 0, item, ts)
@@ -393,14 +429,14 @@ impl<T> ReadyQueue<T> {
         self.push_to(
             p,
             self.class_lanes(priority),
-            (now >> 4) as usize,
+            below(now >> 4, self.class_lanes(priority).len()),
             item,
             now,
         )
     }
 
     /// Pushes onto one of processor `p`'s lanes at `offsets`, starting with
-    /// the `start`-th (modulo their number).
+    /// the `start`-th (`start` below their number).
     #[inline]
     fn push_to(
         &self,
@@ -413,8 +449,10 @@ impl<T> ReadyQueue<T> {
         let count = offsets.len();
         let base = p * self.stride + offsets.start;
         let open = || !self.shared.closed.load(Ordering::Relaxed);
+        let mut offset = start;
         for i in 0..=count {
-            let l = base + (start + i) % count;
+            let l = base + offset;
+            offset = if offset + 1 == count { 0 } else { offset + 1 };
             // The last round waits for the lock of the lane whose turn it was.
             match self.lanes[l].push(&self.info[l], item, ts, i == count, open) {
                 PushOutcome::Pushed { filled } => return Ok(filled),
@@ -442,7 +480,7 @@ impl<T> ReadyQueue<T> {
                     }
                 }
             }
-            if Local::next(&local.pops) % self.help_period == 0 {
+            if local.help_countdown.tick(self.help_period) {
                 let target = self.random_help_target(p);
                 local.help_target.store(target, Ordering::Relaxed);
                 // The target is checked on the next pop: start fetching its
@@ -577,11 +615,11 @@ impl<T> ReadyQueue<T> {
         if near.is_empty() || r & 15 == 0 || near.len() + 1 == self.capacity() {
             return self.random_foreign_lane(p);
         }
-        let other = near[(r >> 4) as usize % near.len()];
+        let other = near[below(r >> 4, near.len())];
         if !self.is_active(other) {
             return self.random_foreign_lane(p);
         }
-        other * self.stride + self.random_lane_offset(r >> 40)
+        other * self.stride + self.random_lane_offset((r >> 32) as u32)
     }
 
     /// A random shared lane of another active processor (see
@@ -589,13 +627,14 @@ impl<T> ReadyQueue<T> {
     fn random_foreign_lane(&self, p: usize) -> usize {
         let n = self.processors();
         let r = self.local[p].random();
-        let i = (r as usize) % n;
+        let i = below(r, n);
         let mut other = self.active_slot(i);
         if other == p {
             // Uniform among the others: skip ahead by 1..n-1.
-            other = self.active_slot((i + 1 + ((r >> 32) as usize) % (n - 1)) % n);
+            let j = i + 1 + below(r >> 32, n - 1);
+            other = self.active_slot(if j >= n { j - n } else { j });
         }
-        other * self.stride + self.random_lane_offset(r >> 20)
+        other * self.stride + self.random_lane_offset((r >> 16) as u32)
     }
 
     /// A lane offset within a processor: its high or low lane one time in 16
@@ -605,12 +644,15 @@ impl<T> ReadyQueue<T> {
     /// task that never yields has them helped too (and steals, by processors
     /// with no work, scan every lane).
     #[inline]
-    fn random_lane_offset(&self, r: u64) -> usize {
+    ///
+    /// The class comes from the low bits of `r`, the normal lane from the
+    /// high ones (see `below`).
+    fn random_lane_offset(&self, r: u32) -> usize {
         let normal = self.lanes_per_processor;
         match r & 15 {
             0 => normal,
             1 => normal + 1,
-            _ => ((r >> 4) as usize) % normal,
+            _ => below(u64::from(r), normal),
         }
     }
 
@@ -783,5 +825,39 @@ mod tests {
         assert_eq!(q.push_remote(Some(0), 8, 2, Priority::Normal), Err(8));
         assert_eq!(q.drain(), [7]);
         assert!(!q.any_visible());
+    }
+
+    #[test]
+    fn countdown_says_yes_once_per_period() {
+        for period in [1, 2, 3, 8] {
+            let c = Countdown::default();
+            let due: Vec<usize> = (0..4 * period as usize)
+                .filter(|_| c.tick(period))
+                .collect();
+            assert_eq!(due.len(), 4, "period {period}");
+        }
+        let c = Countdown::default();
+        let pattern: Vec<bool> = (0..6).map(|_| c.tick(3)).collect();
+        assert_eq!(pattern, [true, false, false, true, false, false]);
+    }
+
+    #[test]
+    fn below_stays_below_and_reaches_every_value() {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for n in [1, 2, 3, 5, 7, 64] {
+            let mut seen = alloc::vec![0usize; n];
+            for _ in 0..10_000 {
+                x ^= x >> 12;
+                x ^= x << 25;
+                x ^= x >> 27;
+                seen[below(x.wrapping_mul(0x2545_f491_4f6c_dd1d), n)] += 1;
+            }
+            // Even: every value within a third of its fair share.
+            let fair = 10_000 / n;
+            assert!(
+                seen.iter().all(|&k| k > fair * 2 / 3 && k < fair * 4 / 3),
+                "{n}: {seen:?}"
+            );
+        }
     }
 }

@@ -36,7 +36,7 @@ pub struct Scheduler<T, H> {
     idle: Idle,
     host: H,
     spin_rounds: u32,
-    clock_period: u64,
+    clock_period: u32,
 }
 
 impl<T, H: Host> Scheduler<T, H> {
@@ -48,7 +48,7 @@ impl<T, H: Host> Scheduler<T, H> {
             idle: Idle::new(config.max_processors.max(config.processors)),
             host,
             spin_rounds: config.spin_rounds,
-            clock_period: u64::from(config.clock_period),
+            clock_period: config.clock_period,
         })
     }
 
@@ -246,8 +246,8 @@ impl<T, H: Host> Scheduler<T, H> {
         // nothing always reads it afresh.
         let mut may_reuse_clock = true;
         loop {
-            let iteration = bump(&local.counters.iterations);
-            let now = if may_reuse_clock && iteration % self.clock_period != 0 {
+            bump(&local.counters.iterations);
+            let now = if may_reuse_clock && !local.clock_countdown.tick(self.clock_period) {
                 local.now.load(Ordering::Relaxed)
             } else {
                 let now = self.host.now();
