@@ -1000,7 +1000,12 @@ impl Proc {
     /// other (see `SubmitThread`).
     pub(crate) fn flush(&self, st: &mut State) {
         if let Engine::Uring(ring) = &self.engine {
-            if !is_stable_thread() {
+            if !ring.has_unsubmitted(st) {
+                // An `io_uring_enter` with nothing to submit would cost a
+                // system call (twice per park, once on the wake-up's path).
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
+            } else if !is_stable_thread() {
                 self.request_submit();
                 self.unflushed.store(0, Ordering::Relaxed);
                 st.unflushed_seen = 0;

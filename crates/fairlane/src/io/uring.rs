@@ -167,6 +167,16 @@ impl Ring {
         eventfd_signal(self.wake_fd.as_raw_fd());
     }
 
+    /// Whether entries wait in the submission queue for the kernel. The
+    /// caller holds the processor's lock (`_st` borrows from its guard).
+    pub(crate) fn has_unsubmitted(&self, _st: &State) -> bool {
+        // SAFETY: the lock is held, so no other SubmissionQueue of this ring
+        // exists; the submission thread, which submits without the lock,
+        // only moves the kernel's head, which makes the answer stale in the
+        // safe direction (entries it submitted still count).
+        !unsafe { self.ring.submission_shared() }.is_empty()
+    }
+
     /// Hands the published submissions to the kernel.
     pub(crate) fn submit(&self) -> io::Result<usize> {
         self.ring.submit()
