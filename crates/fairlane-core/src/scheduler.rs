@@ -132,7 +132,13 @@ impl<T, H: Host> Scheduler<T, H> {
             return self.push_remote(item, None, priority);
         }
         let filled = self.queue.push_local(p, item, priority)?;
-        self.notify_after_push(filled);
+        if filled && self.queue.processors() == 1 {
+            // The only processor pushes onto its own lanes: there is nobody
+            // to wake but itself (idle.md, "A lone processor").
+            self.idle.wake_self(p);
+        } else {
+            self.notify_after_push(filled);
+        }
         Ok(())
     }
 
