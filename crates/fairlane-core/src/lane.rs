@@ -148,9 +148,11 @@ impl<T> Lane<T> {
 
 /// Result of [`Lane::push`].
 pub enum PushOutcome<T> {
-    /// The item is in the lane; `filled`: the lane was empty before (this
-    /// push set its head).
-    Pushed { filled: bool },
+    /// The item is in the lane.
+    Pushed {
+        /// The lane was empty before (this push set its head).
+        filled: bool,
+    },
     /// The lane was locked (only without `wait`): the item back.
     Busy(T),
     /// The queue is closed: the item back.

@@ -28,6 +28,7 @@ pub struct ResizeLock {
 }
 
 impl ResizeLock {
+    /// An unlocked lock with no reader.
     pub fn new() -> Self {
         Self {
             writer: AtomicBool::new(false),

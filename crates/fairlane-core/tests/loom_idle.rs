@@ -26,12 +26,16 @@ loom::thread_local! {
 /// atomic would only add branch points.
 struct LoomHost {
     threads: Mutex<Vec<Option<Thread>>>,
+    /// Run by the first `park`, which then returns, as the std host's park
+    /// returns after reaping an I/O completion or a timer that woke a task.
+    on_park: Mutex<Option<Box<dyn FnOnce() + Send>>>,
 }
 
 impl LoomHost {
     fn new(processors: usize) -> Self {
         Self {
             threads: Mutex::new(vec![None; processors]),
+            on_park: Mutex::new(None),
         }
     }
 
@@ -53,7 +57,11 @@ unsafe impl Host for LoomHost {
     }
 
     fn park(&self, _processor: usize) {
-        thread::park();
+        let event = self.on_park.lock().unwrap().take();
+        match event {
+            Some(event) => event(),
+            None => thread::park(),
+        }
     }
 
     fn unpark(&self, processor: usize) {
@@ -153,6 +161,31 @@ fn idle_sleep_second_push_onto_a_full_lane_needs_no_wake() {
             2,
             "an item was handed out twice or lost"
         );
+    });
+}
+
+/// A lone processor reaps an event inside its own park and pushes the task
+/// it wakes onto its own lanes (idle.md, "A lone processor": no handshake,
+/// only `wake_self`), while an outside push races it. The processor must run
+/// the item instead of sleeping on; fails if that push neither wakes itself
+/// nor notifies.
+#[test]
+fn idle_sleep_lone_processor_pushes_from_inside_its_park() {
+    model(|| {
+        let sched = Arc::new(Scheduler::new(config(1), LoomHost::new(1)).unwrap());
+        let taken = Arc::new(AtomicUsize::new(0));
+        let inner = sched.clone();
+        // Taken (and dropped) by the park that runs it: no reference cycle.
+        *sched.host().on_park.lock().unwrap() = Some(Box::new(move || {
+            inner.push(2, None).unwrap();
+        }));
+        let worker = {
+            let (sched, taken) = (sched.clone(), taken.clone());
+            thread::spawn(move || processor(&sched, 0, &taken, 2))
+        };
+        sched.push(1, None).unwrap();
+        worker.join().unwrap();
+        assert_eq!(taken.load(Ordering::SeqCst), 2);
     });
 }
 
