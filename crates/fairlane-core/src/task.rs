@@ -76,21 +76,27 @@ struct Registration<H: Host> {
     /// two.
     spawned_in: Option<Arc<Cluster<H>>>,
     /// The registry shard in the low [`SHARD_BITS`] bits, the key in that
-    /// shard's slab above them: one word, so that the metadata (with
-    /// `async-task`'s header) fits the 128 bytes before the future.
-    entry: usize,
+    /// shard's slab above them (51 bits: more than any slab can hold, also
+    /// where `usize` has 32); [`UNREGISTERED`] until the entry exists. One
+    /// word on 64-bit targets, so that the metadata (with `async-task`'s
+    /// header) fits the 128 bytes before the future.
+    entry: u64,
 }
+
+/// `Registration::entry` of a task not (yet) in the registry: its future
+/// was dropped before `spawn_with` registered it.
+const UNREGISTERED: u64 = u64::MAX;
 
 /// Bits that hold a registry shard index (at most `MAX_PROCESSORS`).
 const SHARD_BITS: u32 = usize::BITS - crate::MAX_PROCESSORS.leading_zeros();
 
 impl<H: Host> Registration<H> {
     fn shard(&self) -> usize {
-        self.entry & ((1 << SHARD_BITS) - 1)
+        (self.entry & ((1 << SHARD_BITS) - 1)) as usize
     }
 
     fn key(&self) -> usize {
-        self.entry >> SHARD_BITS
+        (self.entry >> SHARD_BITS) as usize
     }
 }
 
@@ -477,7 +483,8 @@ impl<H: Host> Cluster<H> {
         // the clusters one after the other, and an entry on the move could
         // slip past both counts. So the task keeps that cluster alive.
         match &reg.spawned_in {
-            None => reg.spawned_in = Some(old),
+            None if !Arc::ptr_eq(&old, target) => reg.spawned_in = Some(old),
+            None => drop(old),
             Some(home) if Arc::ptr_eq(home, target) => reg.spawned_in = None,
             Some(_) => drop(old),
         }
@@ -560,6 +567,11 @@ impl<H: Host> Cluster<H> {
                 return Err(AffinityError::WithPriority);
             }
         }
+        let shard = self
+            .sched
+            .host()
+            .current_processor()
+            .unwrap_or(self.capacity());
         let (runnable, task) = Builder::new()
             .metadata(TaskMeta {
                 preferred: AtomicU32::new(NO_PROCESSOR),
@@ -570,7 +582,7 @@ impl<H: Host> Cluster<H> {
                 state: TaskState::new(background),
                 registration: core::cell::UnsafeCell::new(Registration {
                     spawned_in: None,
-                    entry: 0,
+                    entry: UNREGISTERED,
                 }),
             })
             .spawn(
@@ -589,11 +601,6 @@ impl<H: Host> Cluster<H> {
             .waker
             .lock()
             .with(|w| *w = Some(runnable.waker()));
-        let shard = self
-            .sched
-            .host()
-            .current_processor()
-            .unwrap_or(self.capacity());
         let key = self.registry[shard].lock().with(|registry| {
             registry.background += usize::from(background);
             registry.tasks.insert(Entry(NonNull::from(&meta.state)))
@@ -601,9 +608,8 @@ impl<H: Host> Cluster<H> {
         // SAFETY: the task is not scheduled yet: nothing else can reach the
         // cell (see `TaskMeta::registration`).
         unsafe {
-            // A slab key is below the number of entries, so far below
-            // 2^(usize::BITS - SHARD_BITS).
-            (*meta.registration.get()).entry = key << SHARD_BITS | shard;
+            // A slab key is below the number of entries, so far below 2^51.
+            (*meta.registration.get()).entry = (key as u64) << SHARD_BITS | shard as u64;
         }
         let meta = NonNull::from(meta);
         runnable.schedule();
@@ -642,10 +648,15 @@ impl<H: Host> Cluster<H> {
     /// own thread takes over again with
     /// [`reclaim_processor`](Self::reclaim_processor).
     pub fn run_stand_in(&self, p: usize) {
+        // The own thread is inside a poll (the one that blocks): give it its
+        // current task back when it takes over again, for calls that act on
+        // the current task later in that poll.
+        let polling = self.sched.current(p);
         if self.sched.start(p) {
             self.run_loop(p);
             self.sched.finish(p, false);
         }
+        self.sched.set_current(p, polling);
     }
 
     fn run_loop(&self, p: usize) {
@@ -695,6 +706,14 @@ impl<H: Host> Cluster<H> {
     /// future of every task still alive, on the calling thread. Queued tasks
     /// are dropped from the lanes; parked ones are aborted, which wakes them
     /// into the closed queue, which drops them.
+    ///
+    /// Parked tasks are found in this cluster's registry, which holds the
+    /// tasks spawned here, also those that moved to another cluster
+    /// ([`migrate_current`](Self::migrate_current)), and not those that
+    /// moved here. A host whose tasks move between clusters shuts every
+    /// one of them down before it cancels any, then cancels them all (a
+    /// cancelled task that moved is woken into its closed cluster, which
+    /// drops it).
     pub fn cancel_all(&self) {
         let queued = self.sched.drain();
         drop(queued);
@@ -783,6 +802,11 @@ impl<H: Host> Drop for RegistrySlot<H> {
         state.finished.store(true, Ordering::Release);
         // SAFETY: the task's future is being dropped.
         let (cluster, reg) = unsafe { meta.registration() };
+        if reg.entry == UNREGISTERED {
+            // Dropped inside `spawn_with`, before it registered the task.
+            drop(state.waker.lock().with(Option::take));
+            return;
+        }
         cluster.registry[reg.shard()].lock().with(|shard| {
             shard.background -= usize::from(state.background);
             shard.tasks.try_remove(reg.key());
@@ -924,6 +948,10 @@ impl<T, H: Host> Future for TaskHandle<T, H> {
 }
 
 /// Aborts a task from anywhere; see [`TaskHandle::abort`].
+///
+/// Like tokio's, it holds a reference on the task: the task's memory (and
+/// its cluster) stays allocated while an `AbortHandle` made before the task
+/// finished exists, though its future is dropped when it finishes.
 #[derive(Clone)]
 pub struct AbortHandle {
     /// The task's waker, which keeps it allocated, and its state; `None`

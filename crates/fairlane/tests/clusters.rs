@@ -1192,6 +1192,41 @@ fn moved_tasks_stay_counted_and_cancellable_where_they_were_spawned() {
     });
 }
 
+/// `block_in_place` hands the processor to a stand-in thread for a while;
+/// back on its own thread, the same poll is still "the current task": moving
+/// it, or changing its affinity, works right after.
+#[test]
+fn the_current_task_survives_block_in_place() {
+    let _serial = serial();
+    with_deadline("current_after_block_in_place", HANG, String::new, || {
+        let rt = build(Runtime::builder().processors(1).cluster("b", 1));
+        let b = rt.cluster("b").unwrap();
+        let default = rt.handle().cluster();
+        let (b_ids, d_ids) = (b.processors(), default.processors());
+        let task = {
+            let b = b.clone();
+            let d_ids = d_ids.clone();
+            rt.spawn(async move {
+                // Something for the stand-in to poll meanwhile.
+                let other = fairlane::spawn(async { whereabouts() });
+                fairlane::task::block_in_place(|| thread::sleep(Duration::from_millis(20)));
+                fairlane::task::set_affinity(Some(d_ids))
+                    .expect("set_affinity after block_in_place");
+                fairlane::task::block_in_place(|| thread::sleep(Duration::from_millis(20)));
+                b.migrate_here()
+                    .await
+                    .expect("migrate_here after block_in_place");
+                (other.await.unwrap(), whereabouts())
+            })
+        };
+        let (other, after) = rt.block_on(task).unwrap();
+        // (Polled by the stand-in thread, under the processor's identity.)
+        assert_eq!(other.0, "default");
+        assert!(d_ids.contains(&other.1.expect("on a processor")));
+        assert_on(&after, "b", &b_ids);
+    });
+}
+
 #[test]
 fn migrate_here_outside_a_task_is_unsupported() {
     let rt = build(Runtime::builder().processors(1).cluster("b", 1));
