@@ -544,13 +544,13 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let name = self.name.clone();
-        Pin::new(&mut self.inner).poll(cx).map(|out| match out {
+        let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
+        Poll::Ready(match out {
             Some(Ok(value)) => Ok(value),
-            Some(Err(panic)) => Err(JoinError::panic(panic, name)),
+            Some(Err(panic)) => Err(JoinError::panic(panic, self.name.clone())),
             None => Err(JoinError {
                 repr: Repr::Cancelled,
-                name,
+                name: self.name.clone(),
             }),
         })
     }
