@@ -94,19 +94,49 @@ fn processor(sched: &Scheduler<u32, LoomHost>, p: usize, taken: &AtomicUsize, to
     sched.finish(p, true);
 }
 
+/// The shape of the models below: `processors` processor threads run until
+/// every item is taken (each exactly once), while this thread pushes
+/// `pushes` (item, preferred processor) from outside. `events` are items the
+/// first `Host::park` pushes from inside (see `LoomHost::on_park`).
+fn outside_pushes_race_sleepers(
+    processors: usize,
+    pushes: &'static [(u32, Option<usize>)],
+    events: &'static [u32],
+) {
+    let sched = Arc::new(Scheduler::new(config(processors), LoomHost::new(processors)).unwrap());
+    let taken = Arc::new(AtomicUsize::new(0));
+    let total = pushes.len() + events.len();
+    if !events.is_empty() {
+        let inner = sched.clone();
+        // Taken (and dropped) by the park that runs it: no reference cycle.
+        *sched.host().on_park.lock().unwrap() = Some(Box::new(move || {
+            for &item in events {
+                inner.push(item, None).unwrap();
+            }
+        }));
+    }
+    let workers: Vec<_> = (0..processors)
+        .map(|p| {
+            let (sched, taken) = (sched.clone(), taken.clone());
+            thread::spawn(move || processor(&sched, p, &taken, total))
+        })
+        .collect();
+    for &(item, preferred) in pushes {
+        sched.push(item, preferred).unwrap();
+    }
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(
+        taken.load(Ordering::SeqCst),
+        total,
+        "an item was handed out twice or lost"
+    );
+}
+
 #[test]
 fn idle_sleep_push_races_one_sleeper() {
-    model(|| {
-        let sched = Arc::new(Scheduler::new(config(1), LoomHost::new(1)).unwrap());
-        let taken = Arc::new(AtomicUsize::new(0));
-        let worker = {
-            let (sched, taken) = (sched.clone(), taken.clone());
-            thread::spawn(move || processor(&sched, 0, &taken, 1))
-        };
-        sched.push(1, None).unwrap();
-        worker.join().unwrap();
-        assert_eq!(taken.load(Ordering::SeqCst), 1);
-    });
+    model(|| outside_pushes_race_sleepers(1, &[(1, None)], &[]));
 }
 
 /// Two processors, each free to go to sleep, and one push from outside: the
@@ -114,25 +144,7 @@ fn idle_sleep_push_races_one_sleeper() {
 /// still scanning.
 #[test]
 fn idle_sleep_push_races_two_sleepers() {
-    model(|| {
-        let sched = Arc::new(Scheduler::new(config(2), LoomHost::new(2)).unwrap());
-        let taken = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..2)
-            .map(|p| {
-                let (sched, taken) = (sched.clone(), taken.clone());
-                thread::spawn(move || processor(&sched, p, &taken, 1))
-            })
-            .collect();
-        sched.push(1, Some(1)).unwrap();
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(
-            taken.load(Ordering::SeqCst),
-            1,
-            "the item was handed out twice or lost"
-        );
-    });
+    model(|| outside_pushes_race_sleepers(2, &[(1, Some(1))], &[]));
 }
 
 /// Two pushes from outside onto one lane, racing two processors going to
@@ -142,26 +154,7 @@ fn idle_sleep_push_races_two_sleepers() {
 /// push woke, or a sleeper's final scan, finds the lane non-empty.
 #[test]
 fn idle_sleep_second_push_onto_a_full_lane_needs_no_wake() {
-    model(|| {
-        let sched = Arc::new(Scheduler::new(config(2), LoomHost::new(2)).unwrap());
-        let taken = Arc::new(AtomicUsize::new(0));
-        let workers: Vec<_> = (0..2)
-            .map(|p| {
-                let (sched, taken) = (sched.clone(), taken.clone());
-                thread::spawn(move || processor(&sched, p, &taken, 2))
-            })
-            .collect();
-        sched.push(1, Some(1)).unwrap();
-        sched.push(2, Some(1)).unwrap();
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(
-            taken.load(Ordering::SeqCst),
-            2,
-            "an item was handed out twice or lost"
-        );
-    });
+    model(|| outside_pushes_race_sleepers(2, &[(1, Some(1)), (2, Some(1))], &[]));
 }
 
 /// A lone processor reaps an event inside its own park and pushes the task
@@ -171,22 +164,7 @@ fn idle_sleep_second_push_onto_a_full_lane_needs_no_wake() {
 /// nor notifies.
 #[test]
 fn idle_sleep_lone_processor_pushes_from_inside_its_park() {
-    model(|| {
-        let sched = Arc::new(Scheduler::new(config(1), LoomHost::new(1)).unwrap());
-        let taken = Arc::new(AtomicUsize::new(0));
-        let inner = sched.clone();
-        // Taken (and dropped) by the park that runs it: no reference cycle.
-        *sched.host().on_park.lock().unwrap() = Some(Box::new(move || {
-            inner.push(2, None).unwrap();
-        }));
-        let worker = {
-            let (sched, taken) = (sched.clone(), taken.clone());
-            thread::spawn(move || processor(&sched, 0, &taken, 2))
-        };
-        sched.push(1, None).unwrap();
-        worker.join().unwrap();
-        assert_eq!(taken.load(Ordering::SeqCst), 2);
-    });
+    model(|| outside_pushes_race_sleepers(1, &[(1, None)], &[2]));
 }
 
 /// `release` (the hand-back of std's `block_in_place`) racing a processor
