@@ -166,7 +166,7 @@ impl SubmitThread {
                     st.started = false;
                     st.pending.retain(|&i| i != index);
                     drop(st);
-                    eprintln!("fairlane: cannot start the I/O submission thread: {e}");
+                    tracing::error!(error = %e, "fairlane cannot start the I/O submission thread");
                     self.submit_here(index);
                     return false;
                 }
@@ -424,7 +424,7 @@ impl Driver {
                 // Without an engine the processor still runs tasks; its I/O
                 // goes through another processor's ring, and its park
                 // falls back to a timed thread park (see `park`).
-                eprintln!("fairlane: processor {p} has no I/O engine: {e}");
+                tracing::error!(processor = p, error = %e, "fairlane processor has no I/O engine");
             }
         }
     }

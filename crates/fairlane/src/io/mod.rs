@@ -21,7 +21,6 @@ pub(crate) mod uring;
 
 use std::fmt;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 pub(crate) use self::buf::init_slice;
 pub use self::buf::{IoBuf, IoBufMut};
@@ -93,9 +92,6 @@ pub(crate) fn select(forced: Option<IoBackend>) -> io::Result<IoBackend> {
             Err(e) => (IoBackend::Fallback, format!("io_uring unavailable: {e}")),
         },
     };
-    static LOGGED: [AtomicBool; 2] = [AtomicBool::new(false), AtomicBool::new(false)];
-    if !LOGGED[backend as usize].swap(true, Ordering::Relaxed) {
-        eprintln!("fairlane: I/O backend: {backend} ({why})");
-    }
+    tracing::debug!(%backend, reason = %why, "fairlane I/O backend chosen");
     Ok(backend)
 }
