@@ -9,11 +9,12 @@
 //! the runtime is built: [`Builder::io_backend`](crate::Builder::io_backend)
 //! if set, else the environment variable `FAIRLANE_IO_BACKEND`
 //! (`io_uring` or `fallback`), else io_uring if the kernel allows it and
-//! supports every opcode fairlane uses. One line on standard error says
-//! which backend is active (once per process and backend), and
-//! [`Runtime::io_backend`](crate::Runtime::io_backend) tells.
+//! supports every opcode fairlane uses. The choice is a `tracing` event at
+//! debug level, and [`Runtime::io_backend`](crate::Runtime::io_backend)
+//! tells.
 
 mod buf;
+pub(crate) mod carry;
 pub(crate) mod coop;
 pub(crate) mod driver;
 pub(crate) mod reactor;
@@ -57,7 +58,7 @@ impl fmt::Display for IoBackend {
 pub(crate) const ENV_VAR: &str = "FAIRLANE_IO_BACKEND";
 
 /// Picks the backend: `forced` (the builder), else the environment
-/// variable, else io_uring where it works. Logs the choice once per process.
+/// variable, else io_uring where it works.
 pub(crate) fn select(forced: Option<IoBackend>) -> io::Result<IoBackend> {
     let requested = match forced {
         Some(b) => Some(b),

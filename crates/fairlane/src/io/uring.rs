@@ -7,12 +7,13 @@
 //!   require;
 //! - an operation's resources (buffers, addresses, paths) live in its `Op`
 //!   until the completion arrives; a dropped `Op` moves them into the slab
-//!   (`OpSlot::Abandoned`), where the completion frees them;
+//!   (`OpSlot::Abandoned`), where the completion frees them (after handing
+//!   what a socket's read received, or what its write did not send, to the
+//!   socket's [`Carry`]);
 //! - stopping a processor cancels and reaps every operation before its ring
 //!   or anything it points to is freed, and leaks (never frees) what it
 //!   could not reap.
 
-use std::any::Any;
 use std::cell::UnsafeCell;
 use std::future::Future;
 use std::io;
@@ -26,6 +27,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
+use super::carry::{Carry, Keep};
 use super::coop;
 use super::driver::{eventfd, eventfd_signal, shut_down_error, Driver, Engine, Proc, State};
 
@@ -48,10 +50,106 @@ pub(crate) enum OpSlot {
     Waiting(Option<Waker>),
     /// Completed with this result; its `Op` has not looked yet.
     Done(i32),
-    /// In flight, its future dropped: the resources the kernel may still use,
-    /// freed when the completion arrives; `true` if a successful result is a
-    /// new file descriptor that must be closed.
-    Abandoned(#[allow(dead_code)] Box<dyn Any + Send>, bool),
+    /// In flight, its future dropped: the resources the kernel may still
+    /// use, finished when the completion arrives.
+    Abandoned(Box<dyn Orphan>),
+}
+
+/// A dropped operation's resources, waiting in the slab for its completion.
+pub(crate) trait Orphan: Send {
+    /// The completion arrived: closes a descriptor it produced, hands what a
+    /// socket must keep to its carry (wakers of tasks waiting there go to
+    /// `fired`), and frees the rest. Runs under the engine's lock.
+    fn finish(self: Box<Self>, proc: &Proc, key: usize, result: i32, fired: &mut Vec<Waker>);
+    /// The completion will never be reaped (the engine stopped): the
+    /// resources are leaked, never freed, since the kernel may still use
+    /// them; a carry learns that nothing will come.
+    fn leak(self: Box<Self>, proc: &Proc, key: usize, fired: &mut Vec<Waker>);
+}
+
+/// The resources of a dropped [`Op`] and what becomes of them.
+struct Orphaned<T> {
+    data: T,
+    fd_result: bool,
+    keep: Option<(Arc<Carry>, Keep<T>)>,
+}
+
+impl<T: Send + 'static> Orphan for Orphaned<T> {
+    fn finish(self: Box<Self>, proc: &Proc, key: usize, result: i32, fired: &mut Vec<Waker>) {
+        let Orphaned {
+            data,
+            fd_result,
+            keep,
+        } = *self;
+        if fd_result && result >= 0 {
+            // SAFETY: the operation produced this descriptor and its future
+            // is gone: nobody else owns it.
+            unsafe { libc::close(result) };
+        }
+        match keep {
+            None => {}
+            Some((carry, Keep::Read(received))) => {
+                let got = (result > 0).then(|| received(data, result as usize));
+                carry.read_done(got, fired);
+            }
+            Some((carry, Keep::Write(unsent))) => {
+                let rest = if result >= 0 {
+                    unsent(data, result as usize)
+                } else if result == -libc::ECANCELED && !carry.is_closed() {
+                    // Cancelled by the kernel, not by the socket's drop: its
+                    // engine stopped before sending (a partial send reports
+                    // its count instead), so all of it is still to be sent.
+                    unsent(data, 0)
+                } else {
+                    None // the connection failed: later writes see it too
+                };
+                carry.write_done(proc, key, rest, fired);
+            }
+        }
+    }
+
+    fn leak(self: Box<Self>, proc: &Proc, key: usize, fired: &mut Vec<Waker>) {
+        let Orphaned { data, keep, .. } = *self;
+        std::mem::forget(data);
+        match keep {
+            None => {}
+            Some((carry, Keep::Read(_))) => carry.read_done(None, fired),
+            Some((carry, Keep::Write(_))) => carry.write_done(proc, key, None, fired),
+        }
+    }
+}
+
+/// What a dropped operation's future leaves behind, finished now that its
+/// completion is here (`result` as recorded in its `Done` slot).
+fn finish_now<T: Send + 'static>(
+    data: T,
+    fd_result: bool,
+    keep: Option<(Arc<Carry>, Keep<T>)>,
+    result: i32,
+) {
+    if fd_result && result >= 0 {
+        // SAFETY: a descriptor produced for this dropped operation; nobody
+        // else owns it.
+        unsafe { libc::close(result) };
+    }
+    match keep {
+        None => {}
+        Some((carry, Keep::Read(received))) if result > 0 => {
+            carry.received_now(received(data, result as usize));
+        }
+        Some((_, Keep::Read(_))) => {}
+        Some((carry, Keep::Write(unsent))) => {
+            // A restart is due: the kernel did nothing with it.
+            let sent = if result == RESTART {
+                Some(0)
+            } else {
+                usize::try_from(result).ok()
+            };
+            if let Some(rest) = sent.and_then(|n| unsent(data, n)) {
+                carry.unsent_now(rest);
+            }
+        }
+    }
 }
 
 /// A processor's io_uring instance and its wake-up eventfd.
@@ -366,14 +464,14 @@ impl Ring {
             let now = Instant::now();
             if now >= deadline {
                 // Never free what the kernel may still write: leak it.
-                for (_, slot) in st.ops.iter_mut() {
+                for (key, slot) in st.ops.iter_mut() {
                     if let OpSlot::Abandoned(..) = slot {
-                        let OpSlot::Abandoned(data, _) =
+                        let OpSlot::Abandoned(orphan) =
                             std::mem::replace(slot, OpSlot::Done(-libc::ECANCELED))
                         else {
                             unreachable!()
                         };
-                        std::mem::forget(data);
+                        orphan.leak(proc, key, fired);
                     }
                 }
                 self.leak_wake.store(st.wake_armed, Ordering::Relaxed);
@@ -414,14 +512,12 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             });
             proc.outstanding.fetch_sub(1, Ordering::Relaxed);
         }
-        OpSlot::Abandoned(_, closes_fd) => {
-            if *closes_fd && result >= 0 {
-                // SAFETY: the operation produced this descriptor and its
-                // future is gone: nobody else owns it.
-                unsafe { libc::close(result) };
-            }
-            // Frees the resources: the kernel is done with them.
-            st.ops.remove(key);
+        OpSlot::Abandoned(_) => {
+            // The kernel is done with the resources.
+            let OpSlot::Abandoned(orphan) = st.ops.remove(key) else {
+                unreachable!("matched above")
+            };
+            orphan.finish(proc, key, result, fired);
             proc.outstanding.fetch_sub(1, Ordering::Relaxed);
         }
         OpSlot::Done(_) => {}
@@ -440,6 +536,9 @@ pub(crate) struct Op<T: Send + 'static> {
     /// the kernel cancels it ([`RESTART`]); `None` for an operation that
     /// must not be repeated (see [`Op::once`]).
     entry: Option<squeue::Entry>,
+    /// Where a socket keeps what this operation's dropped future did not
+    /// take (see [`Op::keep_in`]).
+    keep: Option<(Arc<Carry>, Keep<T>)>,
 }
 
 impl<T: Send + 'static> Op<T> {
@@ -460,6 +559,7 @@ impl<T: Send + 'static> Op<T> {
                 data: Some(data),
                 fd_result,
                 entry: Some(entry),
+                keep: None,
             }),
             Err(e) => Err((e, data)),
         }
@@ -470,6 +570,15 @@ impl<T: Send + 'static> Op<T> {
     /// does not undo): its future then sees `ECANCELED`.
     pub(crate) fn once(mut self) -> Self {
         self.entry = None;
+        self
+    }
+
+    /// A socket's read or write: if its future is dropped before it hands
+    /// the result back, what it received (read) or did not send (write)
+    /// goes to `carry`, and a dropped write is not cancelled (see
+    /// [`Carry`]).
+    pub(crate) fn keep_in(mut self, carry: &Arc<Carry>, keep: Keep<T>) -> Self {
+        self.keep = Some((carry.clone(), keep));
         self
     }
 }
@@ -583,14 +692,12 @@ impl<T: Send + 'static> Drop for Op<T> {
         let Some(slot) = st.ops.get_mut(self.key) else {
             return;
         };
+        let keep = self.keep.take();
         match slot {
             OpSlot::Done(result) => {
-                if self.fd_result && *result >= 0 {
-                    // SAFETY: a descriptor produced for this dropped
-                    // operation; nobody else owns it.
-                    unsafe { libc::close(*result) };
-                }
+                let result = *result;
                 st.ops.remove(self.key);
+                finish_now(data, self.fd_result, keep, result);
             }
             OpSlot::Waiting(_) if stopped => {
                 // The processor stopped without reaping this operation (it
@@ -598,17 +705,55 @@ impl<T: Send + 'static> Drop for Op<T> {
                 std::mem::forget(data);
             }
             OpSlot::Waiting(_) => {
-                *slot = OpSlot::Abandoned(Box::new(data), self.fd_result);
-                let cancel = opcode::AsyncCancel::new(self.key as u64)
-                    .build()
-                    .user_data(CANCEL);
-                // Submitted at once: the entry being cancelled may still sit
-                // unsubmitted in the queue, naming a descriptor its owner is
-                // about to close (and the number could be reused).
-                let _ = ring.push(&self.proc, &mut st, &cancel, &mut fired);
-                self.proc.flush_now(&mut st);
+                let write = matches!(keep, Some((_, Keep::Write(_))));
+                match &keep {
+                    Some((carry, Keep::Read(_))) => carry.read_dropped(),
+                    Some((carry, Keep::Write(_))) => carry.write_dropped(&self.proc, self.key),
+                    None => {}
+                }
+                *slot = OpSlot::Abandoned(Box::new(Orphaned {
+                    data,
+                    fd_result: self.fd_result,
+                    keep,
+                }));
+                if !write {
+                    cancel_now(ring, &self.proc, &mut st, self.key, &mut fired);
+                }
             }
             OpSlot::Abandoned(..) => {}
+        }
+        drop(st);
+        fired.into_iter().for_each(Waker::wake);
+    }
+}
+
+/// Asks the kernel to cancel operation `key` of `proc` (lock held, `st`
+/// from its guard), submitted at once: the entry being cancelled may still
+/// sit unsubmitted in the queue, naming a descriptor its owner is about to
+/// close (and the number could be reused).
+fn cancel_now(ring: &Ring, proc: &Proc, st: &mut State, key: usize, fired: &mut Vec<Waker>) {
+    let cancel = opcode::AsyncCancel::new(key as u64)
+        .build()
+        .user_data(CANCEL);
+    let _ = ring.push(proc, st, &cancel, fired);
+    proc.flush_now(st);
+}
+
+/// A socket with carried writes in flight is dropped: cancels each that is
+/// still in flight (a peer that never reads would otherwise keep them, and
+/// the connection, alive until the runtime shuts down).
+pub(crate) fn cancel_kept(carry: &Carry) {
+    for (proc, key) in carry.close() {
+        let Some(proc) = proc.upgrade() else { continue };
+        let Engine::Uring(ring) = &proc.engine else {
+            continue;
+        };
+        let mut fired = Vec::new();
+        let mut st = proc.lock();
+        // Under the engine lock, a key still listed is still that write's
+        // slot: its completion removes it from the list under this lock.
+        if !st.stopped && carry.write_in_flight(&proc, key) {
+            cancel_now(ring, &proc, &mut st, key, &mut fired);
         }
         drop(st);
         fired.into_iter().for_each(Waker::wake);

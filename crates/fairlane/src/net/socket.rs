@@ -16,9 +16,10 @@ use std::task::{Context, Poll};
 
 use io_uring::{opcode, types};
 
+use crate::io::carry::{Carry, Keep, Received};
 use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
-use crate::io::uring::Op;
+use crate::io::uring::{self, Op};
 use crate::io::{IoBackend, IoBuf, IoBufMut};
 
 /// The driver of the runtime this thread is in.
@@ -185,6 +186,9 @@ impl MsgBox {
     }
 }
 
+/// A submitted operation, or the error with the resources back.
+type Submitted<T> = Result<Op<T>, (io::Error, T)>;
+
 /// A socket of a fairlane runtime.
 pub(crate) struct Socket {
     /// Declared before `fd`: it must be dropped (deleted from the poller)
@@ -192,6 +196,46 @@ pub(crate) struct Socket {
     reg: Option<Registration>,
     fd: OwnedFd,
     driver: Arc<Driver>,
+    /// io_uring: what dropped reads received and dropped writes did not
+    /// send (see [`Carry`]); `None` in the fallback backend.
+    carry: Option<Arc<Carry>>,
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                uring::cancel_kept(carry);
+            }
+        }
+    }
+}
+
+/// What a dropped stream read's buffer holds.
+fn received_bytes<B: IoBufMut>(mut buf: B, n: usize) -> Received {
+    // SAFETY: the kernel wrote `n` bytes (at most the `bytes_total` it was
+    // given) from the buffer's start, and the buffer is alive here.
+    let bytes = unsafe { std::slice::from_raw_parts(buf.stable_mut_ptr(), n) };
+    Received::bytes(bytes.to_vec())
+}
+
+/// What a dropped `recvmsg`'s buffer and header hold.
+fn received_datagram<B: IoBufMut>((mut buf, mut m): (B, Box<MsgBox>), n: usize) -> Received {
+    m.addr.len = m.hdr.msg_namelen;
+    // SAFETY: as in `received_bytes`.
+    let bytes = unsafe { std::slice::from_raw_parts(buf.stable_mut_ptr(), n) };
+    Received::datagram(bytes.to_vec(), m.addr.to_addr().ok())
+}
+
+/// What a dropped send (of `buf` from `start`) did not send of its
+/// initialised bytes, after `sent` bytes.
+fn unsent_bytes<B: IoBuf>((buf, start): (B, usize), sent: usize) -> Option<Vec<u8>> {
+    let from = start.saturating_add(sent).min(buf.bytes_init());
+    let len = buf.bytes_init() - from;
+    // SAFETY: `from..bytes_init` lies inside the initialised bytes of the
+    // live buffer.
+    (len > 0)
+        .then(|| unsafe { std::slice::from_raw_parts(buf.stable_ptr().add(from), len) }.to_vec())
 }
 
 impl Socket {
@@ -205,7 +249,13 @@ impl Socket {
         } else {
             None
         };
-        Ok(Socket { reg, fd, driver })
+        let carry = (!fallback).then(Carry::new);
+        Ok(Socket {
+            reg,
+            fd,
+            driver,
+            carry,
+        })
     }
 
     /// Adopts a listening `fd`: non-blocking in both backends, because
@@ -237,13 +287,27 @@ impl Socket {
     }
 
     /// Receives into `buf` from its start (up to `bytes_total`).
+    ///
+    /// Cancel-safe: bytes the kernel received for a dropped call are
+    /// returned by the next one (see [`Carry`]).
     pub(crate) async fn recv<B: IoBufMut>(&self, mut buf: B) -> (io::Result<usize>, B) {
         let fd = self.raw();
-        let result = if self.uring() {
+        let result = if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                carry.settle_reads().await;
+                let (ptr, cap) = (buf.stable_mut_ptr(), buf.bytes_total());
+                // SAFETY: the buffer promises `cap` writable bytes at `ptr`.
+                if let Some(n) = unsafe { carry.take_bytes(ptr, cap) } {
+                    // SAFETY: `take_bytes` wrote `n` bytes from the start.
+                    unsafe { buf.set_init(n) };
+                    return (Ok(n), buf);
+                }
+            }
             let op = Op::submit(&self.driver, buf, false, |b| {
                 let len = b.bytes_total().min(u32::MAX as usize) as u32;
                 opcode::Recv::new(types::Fd(fd), b.stable_mut_ptr(), len).build()
-            });
+            })
+            .map(|op| op.keep_in(carry, Keep::Read(received_bytes::<B>)));
             match op {
                 Ok(op) => {
                     let (r, b) = op.await;
@@ -279,7 +343,12 @@ impl Socket {
     pub(crate) async fn send<B: IoBuf>(&self, buf: B, start: usize) -> (io::Result<usize>, B) {
         let fd = self.raw();
         let start = start.min(buf.bytes_init());
-        if self.uring() {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                if let Err(e) = self.send_carried(carry).await {
+                    return (Err(e), buf);
+                }
+            }
             // Eager attempt: a send that fits in the socket's buffer is done
             // by one non-blocking system call, and the task goes on within
             // the same poll instead of waiting for a completion to be reaped
@@ -302,21 +371,12 @@ impl Socket {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
                 r => return (r, buf),
             }
-            let op = Op::submit(&self.driver, buf, false, |b| {
-                let len = (b.bytes_init() - start).min(u32::MAX as usize) as u32;
-                // SAFETY: `start <= bytes_init`, so the pointer stays inside
-                // the buffer.
-                let ptr = unsafe { b.stable_ptr().add(start) };
-                opcode::Send::new(types::Fd(fd), ptr, len)
-                    .flags(libc::MSG_NOSIGNAL)
-                    .build()
-            });
-            match op {
+            match self.send_op(carry, buf, start) {
                 Ok(op) => {
-                    let (r, b) = op.await;
+                    let (r, (b, _)) = op.await;
                     (r.map(|n| n as usize), b)
                 }
-                Err((e, b)) => (Err(e), b),
+                Err((e, (b, _))) => (Err(e), b),
             }
         } else {
             let ptr = buf.stable_ptr() as usize + start;
@@ -332,6 +392,48 @@ impl Socket {
                 })
                 .await;
             (r, buf)
+        }
+    }
+
+    /// io_uring: submits a send of `buf`'s initialised bytes from `start`,
+    /// kept in `carry` if its future is dropped: it then runs to completion
+    /// (`MSG_WAITALL`: the kernel retries short sends of a stream until
+    /// every byte is sent or the connection fails) and the next send waits
+    /// for it.
+    fn send_op<B: IoBuf>(&self, carry: &Arc<Carry>, buf: B, start: usize) -> Submitted<(B, usize)> {
+        let fd = self.raw();
+        Op::submit(&self.driver, (buf, start), false, |(b, start)| {
+            let len = (b.bytes_init() - *start).min(u32::MAX as usize) as u32;
+            // SAFETY: `start <= bytes_init`, so the pointer stays inside the
+            // buffer.
+            let ptr = unsafe { b.stable_ptr().add(*start) };
+            opcode::Send::new(types::Fd(fd), ptr, len)
+                .flags(libc::MSG_NOSIGNAL | libc::MSG_WAITALL)
+                .build()
+        })
+        .map(|op| op.keep_in(carry, Keep::Write(unsent_bytes::<B>)))
+    }
+
+    /// io_uring: before any other write, waits for the dropped writes still
+    /// in flight and sends what they did not.
+    async fn send_carried(&self, carry: &Arc<Carry>) -> io::Result<()> {
+        loop {
+            carry.settle_writes().await;
+            let Some(bytes) = carry.take_unsent() else {
+                return Ok(());
+            };
+            // Submitted with no await in between: if this future is dropped,
+            // the bytes are with the operation, which keeps what it does
+            // not send.
+            let op = self.send_op(carry, bytes, 0).map_err(|(e, (bytes, _))| {
+                carry.put_back_unsent(bytes);
+                e
+            })?;
+            let (r, (bytes, _)) = op.await;
+            let n = r? as usize;
+            if n < bytes.len() {
+                carry.put_back_unsent(bytes[n..].to_vec());
+            }
         }
     }
 
@@ -524,13 +626,32 @@ impl Socket {
         mut buf: B,
     ) -> (io::Result<(usize, SocketAddr)>, B) {
         let fd = self.raw();
-        let result = if self.uring() {
-            let ptr = buf.stable_mut_ptr();
-            let len = buf.bytes_total();
-            let msg = MsgBox::new(*SockAddrBuf::empty(), ptr, len);
+        let result = if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                carry.settle_reads().await;
+                let (ptr, cap) = (buf.stable_mut_ptr(), buf.bytes_total());
+                // SAFETY: the buffer promises `cap` writable bytes at `ptr`.
+                if let Some((n, from)) = unsafe { carry.take_datagram(ptr, cap) } {
+                    // SAFETY: `take_datagram` wrote `n` bytes from the start.
+                    unsafe { buf.set_init(n) };
+                    let from = from.ok_or_else(|| {
+                        io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "the peer's address is not an IP address",
+                        )
+                    });
+                    return (from.map(|a| (n, a)), buf);
+                }
+            }
+            let msg = MsgBox::new(
+                *SockAddrBuf::empty(),
+                buf.stable_mut_ptr(),
+                buf.bytes_total(),
+            );
             let op = Op::submit(&self.driver, (buf, msg), false, |(_, m)| {
                 opcode::RecvMsg::new(types::Fd(fd), &mut m.hdr).build()
-            });
+            })
+            .map(|op| op.keep_in(carry, Keep::Read(received_datagram::<B>)));
             match op {
                 Ok(op) => {
                     let (r, (b, mut m)) = op.await;
