@@ -47,4 +47,29 @@ pub use runtime::{
     TryCurrentError,
 };
 pub use task::ProcessorId;
+
+/// Runs `async fn main` on a fairlane runtime; see the attribute's options
+/// in [`fairlane_macros::main`].
+///
+/// # Example
+/// ```
+/// #[fairlane::main]
+/// async fn main() {
+///     fairlane::spawn(async {}).await.unwrap();
+/// }
+/// # fn _unused() { main() }
+/// ```
+pub use fairlane_macros::main;
+/// Runs an `async fn` test on a fresh fairlane runtime; see
+/// [`fairlane_macros::test`].
+///
+/// # Example
+/// ```
+/// #[fairlane::test(processors = 2)]
+/// async fn spawned_tasks_run() {
+///     assert_eq!(fairlane::spawn(async { 7 }).await.unwrap(), 7);
+/// }
+/// # fn main() {}
+/// ```
+pub use fairlane_macros::test;
 pub use task::{spawn, yield_now, AbortHandle, JoinError, JoinHandle};

@@ -1,0 +1,411 @@
+//! `#[fairlane::main]` and `#[fairlane::test]`: an `async fn` run to
+//! completion on a fairlane runtime built from the attribute's options.
+//! Use them through the `fairlane` crate, which re-exports both.
+//!
+//! Options (comma-separated, each at most once):
+//! - `processors = N`: the runtime's processors (default: one per core for
+//!   `main`, one for `test`); `worker_threads = N` is accepted as tokio's
+//!   name for the same.
+//! - `flavor = "multi_thread"` (the default) or `"current_thread"` (one
+//!   processor), as tokio spells them.
+//! - `io_backend = "io_uring"` or `"fallback"`.
+//! - `crate = "path"`: where the `fairlane` crate is, for a renamed
+//!   dependency.
+
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{quote, quote_spanned};
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::spanned::Spanned;
+use syn::{Expr, ExprLit, ItemFn, Lit, MetaNameValue, Token};
+
+/// Runs an `async fn main` on a fairlane runtime.
+///
+/// The runtime is built before the body runs and dropped after it returns
+/// (which waits for the processors to stop); a runtime that cannot be built
+/// is a panic with the builder's error, as with tokio's attribute.
+///
+/// # Example
+/// ```
+/// #[fairlane::main(processors = 2)]
+/// async fn main() -> std::io::Result<()> {
+///     let answer = fairlane::spawn(async { 6 * 7 }).await.unwrap();
+///     assert_eq!(answer, 42);
+///     Ok(())
+/// }
+/// # fn _unused() { main().unwrap() }
+/// ```
+///
+/// tokio's spellings work where they mean the same:
+/// ```
+/// #[fairlane::main(flavor = "multi_thread", worker_threads = 2)]
+/// async fn main() {}
+/// # fn _unused() { main() }
+/// ```
+///
+/// Misuse is a compile error, not a surprise at run time:
+/// ```compile_fail
+/// #[fairlane::main]
+/// fn main() {} // error: the function must be `async`
+/// ```
+/// ```compile_fail
+/// #[fairlane::main(threads = 4)] // error: unknown option `threads`
+/// async fn main() {}
+/// ```
+/// ```compile_fail
+/// #[fairlane::main(flavor = "current_thread", processors = 2)] // error: one processor
+/// async fn main() {}
+/// ```
+#[proc_macro_attribute]
+pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(args.into(), item.into(), Kind::Main)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+/// Runs an `async fn` test on a fresh fairlane runtime (one processor
+/// unless the options say otherwise).
+///
+/// # Example
+/// ```
+/// #[fairlane::test]
+/// async fn adds() {
+///     assert_eq!(fairlane::spawn(async { 1 + 1 }).await.unwrap(), 2);
+/// }
+///
+/// #[fairlane::test(processors = 2, io_backend = "fallback")]
+/// async fn on_the_fallback_backend() -> std::io::Result<()> {
+///     assert_eq!(fairlane::Handle::current().io_backend(), fairlane::io::IoBackend::Fallback);
+///     Ok(())
+/// }
+/// # fn main() {}
+/// ```
+///
+/// A test function takes no arguments:
+/// ```compile_fail
+/// #[fairlane::test]
+/// async fn with_an_argument(x: u32) {}
+/// # fn main() {}
+/// ```
+#[proc_macro_attribute]
+pub fn test(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand(args.into(), item.into(), Kind::Test)
+        .unwrap_or_else(|e| e.to_compile_error())
+        .into()
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Main,
+    Test,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Main => "fairlane::main",
+            Kind::Test => "fairlane::test",
+        }
+    }
+}
+
+/// The attribute's options, as parsed.
+#[derive(Default)]
+struct Options {
+    processors: Option<(usize, Span)>,
+    current_thread: Option<Span>,
+    io_backend: Option<String>,
+    krate: Option<syn::Path>,
+}
+
+fn parse_options(args: TokenStream2) -> syn::Result<Options> {
+    let list = Punctuated::<MetaNameValue, Token![,]>::parse_terminated.parse2(args)?;
+    let mut opts = Options::default();
+    let mut seen: Vec<String> = Vec::new();
+    for nv in list {
+        let name = nv
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .ok_or_else(|| syn::Error::new(nv.path.span(), "expected an option name"))?;
+        // `processors` and `worker_threads` are one option.
+        let key = if name == "worker_threads" {
+            "processors".to_string()
+        } else {
+            name.clone()
+        };
+        if seen.contains(&key) {
+            return Err(syn::Error::new(
+                nv.path.span(),
+                format!("option `{name}` is given twice"),
+            ));
+        }
+        seen.push(key);
+        match name.as_str() {
+            "processors" | "worker_threads" => {
+                let n: usize = int_value(&nv.value)?;
+                if n == 0 {
+                    return Err(syn::Error::new(
+                        nv.value.span(),
+                        format!("`{name}` must be at least 1"),
+                    ));
+                }
+                opts.processors = Some((n, nv.value.span()));
+            }
+            "flavor" => match str_value(&nv.value)?.as_str() {
+                "multi_thread" => {}
+                "current_thread" => opts.current_thread = Some(nv.value.span()),
+                other => return Err(syn::Error::new(
+                    nv.value.span(),
+                    format!(
+                        "unknown flavor `{other}`: expected \"multi_thread\" or \"current_thread\""
+                    ),
+                )),
+            },
+            "io_backend" => {
+                let backend = str_value(&nv.value)?;
+                if backend != "io_uring" && backend != "fallback" {
+                    return Err(syn::Error::new(
+                        nv.value.span(),
+                        format!(
+                            "unknown io_backend `{backend}`: expected \"io_uring\" or \"fallback\""
+                        ),
+                    ));
+                }
+                opts.io_backend = Some(backend);
+            }
+            "crate" => {
+                let path = str_value(&nv.value)?;
+                opts.krate = Some(syn::parse_str(&path).map_err(|e| {
+                    syn::Error::new(nv.value.span(), format!("`crate` is not a path: {e}"))
+                })?);
+            }
+            _ => {
+                return Err(syn::Error::new(
+                    nv.path.span(),
+                    format!(
+                        "unknown option `{name}`: expected `processors`, `worker_threads`, \
+                         `flavor`, `io_backend` or `crate`"
+                    ),
+                ))
+            }
+        }
+    }
+    if let (Some(span), Some((n, _))) = (opts.current_thread, opts.processors) {
+        if n != 1 {
+            return Err(syn::Error::new(
+                span,
+                format!("flavor \"current_thread\" runs one processor, but {n} were asked for"),
+            ));
+        }
+    }
+    Ok(opts)
+}
+
+fn lit(value: &Expr) -> Option<&Lit> {
+    match value {
+        Expr::Lit(ExprLit { lit, .. }) => Some(lit),
+        _ => None,
+    }
+}
+
+fn int_value(value: &Expr) -> syn::Result<usize> {
+    match lit(value) {
+        Some(Lit::Int(i)) => i.base10_parse(),
+        _ => Err(syn::Error::new(value.span(), "expected an integer literal")),
+    }
+}
+
+fn str_value(value: &Expr) -> syn::Result<String> {
+    match lit(value) {
+        Some(Lit::Str(s)) => Ok(s.value()),
+        _ => Err(syn::Error::new(value.span(), "expected a string literal")),
+    }
+}
+
+fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<TokenStream2> {
+    let opts = parse_options(args)?;
+    let mut func: ItemFn = syn::parse2(item)?;
+    let sig = &mut func.sig;
+    if sig.asyncness.is_none() {
+        return Err(syn::Error::new(
+            sig.fn_token.span(),
+            format!(
+                "#[{}] needs an `async fn`: the `async` keyword is missing",
+                kind.name()
+            ),
+        ));
+    }
+    if !sig.inputs.is_empty() {
+        return Err(syn::Error::new(
+            sig.inputs.span(),
+            format!("a #[{}] function takes no arguments", kind.name()),
+        ));
+    }
+    if kind == Kind::Main && sig.ident != "main" {
+        return Err(syn::Error::new(
+            sig.ident.span(),
+            "#[fairlane::main] goes on `async fn main` (use Runtime::block_on elsewhere)",
+        ));
+    }
+    if kind == Kind::Test {
+        if let Some(attr) = func.attrs.iter().find(|a| a.path().is_ident("test")) {
+            return Err(syn::Error::new(
+                attr.span(),
+                "#[fairlane::test] already makes a test: remove the second #[test]",
+            ));
+        }
+    }
+    sig.asyncness = None;
+    let krate = opts.krate.unwrap_or_else(|| syn::parse_quote!(::fairlane));
+    let mut builder = quote! { #krate::Runtime::builder() };
+    let processors = match (opts.processors, opts.current_thread, kind) {
+        (Some((n, _)), _, _) => Some(n),
+        (None, Some(_), _) | (None, None, Kind::Test) => Some(1),
+        (None, None, Kind::Main) => None,
+    };
+    if let Some(n) = processors {
+        builder = quote! { #builder.processors(#n) };
+    }
+    if let Some(backend) = opts.io_backend {
+        let variant = match backend.as_str() {
+            "io_uring" => quote! { IoUring },
+            _ => quote! { Fallback },
+        };
+        builder = quote! { #builder.io_backend(#krate::io::IoBackend::#variant) };
+    }
+    let body = &func.block;
+    let span = body.span();
+    let annotation = match &sig.output {
+        syn::ReturnType::Default => quote! {},
+        syn::ReturnType::Type(_, ty) => quote! { : #ty },
+    };
+    let block = quote_spanned! {span=>
+        {
+            let body = async move #body;
+            let runtime = #builder
+                .build()
+                .expect("failed to build the fairlane runtime");
+            let result #annotation = runtime.block_on(body);
+            result
+        }
+    };
+    func.block = syn::parse2(block)?;
+    let test_attr = (kind == Kind::Test).then(|| quote! { #[::core::prelude::v1::test] });
+    Ok(quote! {
+        #test_attr
+        #func
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn error(args: TokenStream2, item: TokenStream2, kind: Kind) -> String {
+        match expand(args, item, kind) {
+            Ok(out) => panic!("expected an error, got {out}"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[::core::prelude::v1::test]
+    fn misuse_is_named_in_the_error() {
+        let main = quote! { async fn main() {} };
+        let cases = [
+            (
+                quote! {},
+                quote! { fn main() {} },
+                Kind::Main,
+                "`async` keyword is missing",
+            ),
+            (
+                quote! { threads = 4 },
+                main.clone(),
+                Kind::Main,
+                "unknown option `threads`",
+            ),
+            (
+                quote! { processors = 0 },
+                main.clone(),
+                Kind::Main,
+                "at least 1",
+            ),
+            (
+                quote! { processors = "2" },
+                main.clone(),
+                Kind::Main,
+                "integer literal",
+            ),
+            (
+                quote! { processors = 2, worker_threads = 2 },
+                main.clone(),
+                Kind::Main,
+                "given twice",
+            ),
+            (
+                quote! { flavor = "single" },
+                main.clone(),
+                Kind::Main,
+                "unknown flavor `single`",
+            ),
+            (
+                quote! { flavor = "current_thread", processors = 2 },
+                main.clone(),
+                Kind::Main,
+                "runs one processor",
+            ),
+            (
+                quote! { io_backend = "epoll" },
+                main.clone(),
+                Kind::Main,
+                "unknown io_backend",
+            ),
+            (
+                quote! {},
+                quote! { async fn start() {} },
+                Kind::Main,
+                "goes on `async fn main`",
+            ),
+            (
+                quote! {},
+                quote! { async fn t(x: u32) {} },
+                Kind::Test,
+                "takes no arguments",
+            ),
+            (
+                quote! {},
+                quote! { #[test] async fn t() {} },
+                Kind::Test,
+                "second #[test]",
+            ),
+        ];
+        for (args, item, kind, expected) in cases {
+            let message = error(args.clone(), item, kind);
+            assert!(
+                message.contains(expected),
+                "{args}: {message:?} lacks {expected:?}"
+            );
+        }
+    }
+
+    #[::core::prelude::v1::test]
+    fn options_become_builder_calls() {
+        let out = expand(
+            quote! { worker_threads = 3, io_backend = "fallback" },
+            quote! { async fn main() -> u8 { 1 } },
+            Kind::Main,
+        )
+        .unwrap()
+        .to_string();
+        assert!(out.contains(". processors (3usize)"), "{out}");
+        assert!(out.contains("IoBackend :: Fallback"), "{out}");
+        assert!(!out.contains("async fn"), "{out}");
+        let test = expand(quote! {}, quote! { async fn t() {} }, Kind::Test)
+            .unwrap()
+            .to_string();
+        assert!(test.contains(". processors (1usize)"), "{test}");
+        assert!(test.contains("test"), "{test}");
+    }
+}
