@@ -156,12 +156,14 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
             "flavor" => match str_value(&nv.value)?.as_str() {
                 "multi_thread" => {}
                 "current_thread" => opts.current_thread = Some(nv.value.span()),
-                other => return Err(syn::Error::new(
-                    nv.value.span(),
-                    format!(
+                other => {
+                    return Err(syn::Error::new(
+                        nv.value.span(),
+                        format!(
                         "unknown flavor `{other}`: expected \"multi_thread\" or \"current_thread\""
                     ),
-                )),
+                    ))
+                }
             },
             "io_backend" => {
                 let backend = str_value(&nv.value)?;
@@ -277,18 +279,13 @@ fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<Tok
     }
     let body = &func.block;
     let span = body.span();
-    let annotation = match &sig.output {
-        syn::ReturnType::Default => quote! {},
-        syn::ReturnType::Type(_, ty) => quote! { : #ty },
-    };
     let block = quote_spanned! {span=>
         {
             let body = async move #body;
-            let runtime = #builder
+            #builder
                 .build()
-                .expect("failed to build the fairlane runtime");
-            let result #annotation = runtime.block_on(body);
-            result
+                .expect("failed to build the fairlane runtime")
+                .block_on(body)
         }
     };
     func.block = syn::parse2(block)?;
