@@ -13,6 +13,9 @@ use std::task::{Context, Poll};
 pub use fairlane_core::ProcessorId;
 use fairlane_core::{AffinityError, Host};
 
+mod join_set;
+pub use join_set::JoinSet;
+
 use crate::runtime::context;
 
 type Panic = Box<dyn Any + Send + 'static>;
