@@ -276,8 +276,11 @@ impl Ring {
                             st.woken = true;
                             rearm = !st.stopped;
                             // The read is over: the buffer may be freed,
-                            // even if stopping gave up waiting for it.
-                            self.leak_wake.store(false, Ordering::Relaxed);
+                            // even if stopping gave up waiting for it. (Read
+                            // first: no write on every wake-up's path.)
+                            if self.leak_wake.load(Ordering::Relaxed) {
+                                self.leak_wake.store(false, Ordering::Relaxed);
+                            }
                         }
                         CANCEL => {}
                         key => complete(proc, st, key as usize, cqe.result(), fired),
