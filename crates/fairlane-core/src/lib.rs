@@ -252,10 +252,12 @@ impl fmt::Display for ConfigError {
 
 impl core::error::Error for ConfigError {}
 
-/// A processor's identity within its cluster: its slot and which of the
+/// A processor's identity: its cluster, its slot and which of the
 /// processors that have held the slot it is, so an identity is never reused
 /// for another processor (a removed processor's slot can be given to a new
-/// one, with a new generation).
+/// one, with a new generation) and never names a processor of another
+/// cluster (of this runtime or another one), whose slots have the same
+/// numbers.
 ///
 /// # Example
 /// ```
@@ -272,19 +274,31 @@ impl core::error::Error for ConfigError {}
 /// assert_eq!(ids.len(), 2);
 /// assert_eq!(ids[1].index(), 1);
 /// assert_ne!(ids[0], ids[1]);
+/// let other = fairlane_core::Cluster::new(fairlane_core::Config::new(2), H(AtomicU64::new(0))).unwrap();
+/// assert_ne!(other.processor_ids()[0], ids[0]);
+/// assert!(!other.is_live(ids[0]));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ProcessorId {
+    /// The identity of the cluster's ready queue (unique in the process).
+    cluster: u64,
     index: u32,
     generation: u32,
 }
 
 impl ProcessorId {
-    pub(crate) fn new(index: usize, generation: u32) -> Self {
+    pub(crate) fn new(cluster: u64, index: usize, generation: u32) -> Self {
         Self {
+            cluster,
             index: index as u32,
             generation,
         }
+    }
+
+    /// Whether this names a processor of the cluster whose ready queue has
+    /// identity `cluster`.
+    pub(crate) fn is_of(self, cluster: u64) -> bool {
+        self.cluster == cluster
     }
 
     /// The processor's slot: the number the host's `park`, `unpark` and

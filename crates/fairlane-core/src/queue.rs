@@ -161,12 +161,26 @@ fn below(r: u64, n: usize) -> usize {
     ((u64::from(r as u32) * n as u64) >> 32) as usize
 }
 
+/// A ready queue identity never handed out before in this process.
+fn next_identity() -> u64 {
+    // `core`'s atomic, also under loom: a counter that only has to hand out
+    // distinct numbers is not part of what the models check. `Relaxed`: the
+    // read-modify-write alone makes every value distinct; nothing else is
+    // published through it.
+    static NEXT: core::sync::atomic::AtomicU64 = core::sync::atomic::AtomicU64::new(0);
+    NEXT.fetch_add(1, core::sync::atomic::Ordering::Relaxed)
+}
+
 /// The cluster's ready queue: per processor slot, `lanes_per_processor`
 /// lanes of normal-priority tasks, then one lane of high- and one of
 /// low-priority tasks, then the lane of tasks restricted to a set of
 /// processors (`stride` lanes in all). There are `Config::max_processors`
 /// slots; the active ones hold the cluster's processors (`resize.md`).
 pub(crate) struct ReadyQueue<T> {
+    /// Unique in the process (see `next_identity`): part of every
+    /// `ProcessorId` of this queue, so that one of another cluster's is
+    /// never taken for one of ours.
+    identity: u64,
     lanes: Box<[CachePadded<Lane<T>>]>,
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
@@ -221,6 +235,7 @@ impl<T> ReadyQueue<T> {
             })
             .collect();
         let queue = Self {
+            identity: next_identity(),
             lanes: (0..n).map(|_| CachePadded::new(Lane::new())).collect(),
             info: (0..n).map(|_| CachePadded::new(LaneInfo::new())).collect(),
             local: (0..capacity)
@@ -287,12 +302,23 @@ impl<T> ReadyQueue<T> {
     /// Whether `id` names a processor of the cluster now.
     pub(crate) fn is_live(&self, id: ProcessorId) -> bool {
         let p = id.index();
-        self.is_active(p) && self.local[p].generation.load(Ordering::Relaxed) == id.generation
+        self.owns(id)
+            && self.is_active(p)
+            && self.local[p].generation.load(Ordering::Relaxed) == id.generation()
+    }
+
+    /// Whether `id` is one of this cluster's (live or not).
+    pub(crate) fn owns(&self, id: ProcessorId) -> bool {
+        id.is_of(self.identity)
     }
 
     /// The identity of the processor in active slot `p`.
     pub(crate) fn id_of(&self, p: usize) -> ProcessorId {
-        ProcessorId::new(p, self.local[p].generation.load(Ordering::Relaxed))
+        ProcessorId::new(
+            self.identity,
+            p,
+            self.local[p].generation.load(Ordering::Relaxed),
+        )
     }
 
     /// The identities of the active processors.

@@ -79,6 +79,12 @@ impl<T, H: Host> Scheduler<T, H> {
         self.queue.is_live(id)
     }
 
+    /// Whether `id` is one of this scheduler's processor identities (now or
+    /// removed), not another scheduler's.
+    pub(crate) fn owns(&self, id: ProcessorId) -> bool {
+        self.queue.owns(id)
+    }
+
     /// The resize lock's read side for the calling thread: nothing on a
     /// processor of this scheduler (it holds its flag while it runs),
     /// the remote counter elsewhere.

@@ -231,6 +231,9 @@ pub enum AffinityError {
     /// Changing the current task's set was asked outside a task of this
     /// cluster.
     NotInTask,
+    /// The set names a processor of another cluster (of this runtime or of
+    /// another one): identities belong to the cluster that made them.
+    OtherCluster,
 }
 
 impl core::fmt::Display for AffinityError {
@@ -239,6 +242,7 @@ impl core::fmt::Display for AffinityError {
             Self::NoSuchProcessor => "the affinity set names no processor of the task's cluster (ask the cluster for its processor ids)",
             Self::WithPriority => "a task restricted to a set of processors runs at normal priority: drop the priority or the affinity",
             Self::NotInTask => "the current task's affinity can only be changed from inside a task, on a processor of its cluster",
+            Self::OtherCluster => "the affinity set names a processor of another cluster or runtime (ask the task's cluster for its processor ids)",
         })
     }
 }
@@ -493,7 +497,9 @@ impl<H: Host> Cluster<H> {
 
     /// Checks an affinity set against the processors that exist now.
     fn check_affinity(&self, allowed: &[ProcessorId]) -> Result<(), AffinityError> {
-        if allowed.iter().any(|&id| self.sched.is_live(id)) {
+        if allowed.iter().any(|&id| !self.sched.owns(id)) {
+            Err(AffinityError::OtherCluster)
+        } else if allowed.iter().any(|&id| self.sched.is_live(id)) {
             Ok(())
         } else {
             Err(AffinityError::NoSuchProcessor)

@@ -356,7 +356,9 @@ impl File {
     }
 
     /// Reads into `buf` (from its start, up to its capacity) from file
-    /// position `pos`. `Ok(0)` at the end of the file.
+    /// position `pos`. `Ok(0)` at the end of the file; a buffer without
+    /// room (zero capacity) also reads `Ok(0)`, at once, which looks the
+    /// same as the end of the file (as with tokio), so give it capacity.
     ///
     /// # Example
     /// See [`File`].
@@ -386,12 +388,26 @@ impl File {
         } else {
             let file = self.std.clone();
             let (r, b) = on_pool(buf, move |buf| {
+                let offset = libc::off64_t::try_from(pos).map_err(|_| {
+                    io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "a file position must be below 2^63",
+                    )
+                })?;
+                // The kernel writes into the raw pointer: the bytes past
+                // `bytes_init` may be uninitialised, so no `&mut [u8]` is
+                // made over them.
                 let ptr = buf.stable_mut_ptr();
                 let len = buf.bytes_total();
-                // SAFETY: `ptr` points to `len` writable bytes of `buf`,
-                // borrowed for this call only.
-                let out = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
-                file.read_at(out, pos)
+                // SAFETY: `ptr .. ptr + len` is `buf`'s writable memory
+                // (initialised or not), which `buf` keeps alive across the
+                // call; the file descriptor is owned by `file`, alive here.
+                let n = unsafe { libc::pread64(file.as_raw_fd(), ptr.cast(), len, offset) };
+                if n < 0 {
+                    Err(io::Error::last_os_error())
+                } else {
+                    Ok(n as usize)
+                }
             })
             .await;
             buf = b;

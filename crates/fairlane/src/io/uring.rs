@@ -157,16 +157,21 @@ pub(crate) struct Ring {
     ring: IoUring,
     wake_fd: OwnedFd,
     /// Where the eventfd read lands; written by the kernel only. Leaked
-    /// instead of freed if the read could not be reaped (`leak_wake`).
+    /// instead of freed if the read is still in flight when the ring is
+    /// dropped (`leak_wake`).
     wake_buf: ManuallyDrop<Box<UnsafeCell<u64>>>,
+    /// Set when stopping gave up waiting for the read (`cancel_all`),
+    /// cleared when its completion arrives after all. Written under the
+    /// processor's lock and read in `drop` (exclusive access), so `Relaxed`
+    /// suffices: the lock and the drop's `&mut` order the accesses.
     leak_wake: AtomicBool,
 }
 
 impl Drop for Ring {
     fn drop(&mut self) {
-        if !self.leak_wake.load(Ordering::Relaxed) {
-            // SAFETY: dropped once, here; the read that used it was reaped
-            // (or never submitted), so the kernel no longer writes it.
+        if self.wake_read_finished() {
+            // SAFETY: dropped once, here; the read that used it completed
+            // (or was never submitted), so the kernel no longer writes it.
             unsafe { ManuallyDrop::drop(&mut self.wake_buf) };
         }
     }
@@ -240,6 +245,25 @@ impl Ring {
             ));
         }
         Ok(())
+    }
+
+    /// Dropping: whether the kernel is done with `wake_buf`. It is unless
+    /// stopping gave up on the read while it was in flight; even then the
+    /// read may have completed since (the thread that submitted it ran its
+    /// completion work, or exited, which makes the kernel finish its
+    /// requests) without anyone reaping it: its completion in the queue
+    /// proves the kernel is done.
+    fn wake_read_finished(&mut self) -> bool {
+        if !self.leak_wake.load(Ordering::Relaxed) {
+            return true;
+        }
+        // Completions that overflowed the queue are moved in first.
+        self.enter_for_events();
+        let finished = self.ring.completion().any(|cqe| cqe.user_data() == WAKE);
+        if finished {
+            self.leak_wake.store(false, Ordering::Relaxed);
+        }
+        finished
     }
 
     /// Puts the read of the wake-up eventfd in flight (not yet flushed).
@@ -349,6 +373,12 @@ impl Ring {
                             st.wake_armed = false;
                             st.woken = true;
                             rearm = !st.stopped;
+                            // The read is over: the buffer may be freed,
+                            // even if stopping gave up waiting for it. (Read
+                            // first: no write on every wake-up's path.)
+                            if self.leak_wake.load(Ordering::Relaxed) {
+                                self.leak_wake.store(false, Ordering::Relaxed);
+                            }
                         }
                         CANCEL => {}
                         key => complete(proc, st, key as usize, cqe.result(), fired),
@@ -757,5 +787,38 @@ pub(crate) fn cancel_kept(carry: &Carry) {
         }
         drop(st);
         fired.into_iter().for_each(Waker::wake);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A wake-up read that stopping gave up on (`leak_wake` set while it is
+    /// in flight) but that completed before the ring is dropped: its
+    /// buffer is freed, not leaked; while it is in flight, it is kept.
+    #[test]
+    fn a_wake_read_that_completes_late_is_freed() {
+        let mut ring = Ring::new().expect("an io_uring instance");
+        let entry = opcode::Read::new(
+            types::Fd(ring.wake_fd.as_raw_fd()),
+            ring.wake_buf.get().cast(),
+            8,
+        )
+        .build()
+        .user_data(WAKE);
+        // SAFETY: the buffer lives in `ring`, which outlives the read (it
+        // is leaked if the read is still in flight when `ring` drops).
+        unsafe { ring.ring.submission().push(&entry) }.expect("room in the queue");
+        ring.ring.submit().expect("submit");
+        // As `cancel_all` leaves it when its patience ran out.
+        ring.leak_wake.store(true, Ordering::Relaxed);
+        assert!(
+            !ring.wake_read_finished(),
+            "in flight: the kernel may still write the buffer"
+        );
+        ring.notify();
+        ring.ring.submit_and_wait(1).expect("the read completes");
+        assert!(ring.wake_read_finished(), "completed: the buffer is freed");
     }
 }

@@ -453,7 +453,15 @@ impl Socket {
         (Ok(()), buf)
     }
 
-    /// Accepts a connection: the new descriptor, close-on-exec.
+    /// Accepts a connection: the new descriptor, close-on-exec, and the
+    /// peer's address as `accept4` reported it.
+    ///
+    /// The address comes from `accept4` itself, not from `getpeername`
+    /// afterwards: a connection the peer reset before it was accepted is
+    /// still handed out by the kernel, but `getpeername` on it fails with
+    /// `ENOTCONN`. A connection that the kernel drops from the queue
+    /// instead (`ECONNABORTED`) is skipped and the next one waited for, so
+    /// a peer that gives up early never makes `accept` fail.
     ///
     /// The listener is non-blocking in both backends (see
     /// [`Socket::listener_from_fd`]). With io_uring this tries `accept4`
@@ -464,18 +472,27 @@ impl Socket {
     /// cancelled (its future was dropped) and be lost with it, leaving the
     /// connection in the backlog while a live accept waits forever. A poll
     /// request is woken together with every other waiter.
-    pub(crate) async fn accept(&self) -> io::Result<OwnedFd> {
+    pub(crate) async fn accept(&self) -> io::Result<(OwnedFd, Box<SockAddrBuf>)> {
         let fd = self.raw();
-        let accept_now = || {
-            // SAFETY: null address pointers are allowed by accept4.
-            cvt(unsafe {
+        let mut addr = SockAddrBuf::empty();
+        let mut accept_now = || loop {
+            addr.len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            // SAFETY: `addr` is a boxed storage of `addr.len` bytes, alive
+            // across the call; accept4 writes at most that many and the
+            // length it used.
+            let r = cvt(unsafe {
                 libc::accept4(
                     fd,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
+                    (&mut addr.storage as *mut libc::sockaddr_storage).cast(),
+                    &mut addr.len,
                     libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
                 )
-            })
+            });
+            match r {
+                // That connection is gone; look at the next one.
+                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {}
+                r => return r,
+            }
         };
         let new = if self.uring() {
             // A listener that outlived its runtime accepts nothing.
@@ -501,7 +518,8 @@ impl Socket {
             self.reg().io(Direction::Read, accept_now).await?
         };
         // SAFETY: a new descriptor nobody else owns.
-        Ok(unsafe { OwnedFd::from_raw_fd(new) })
+        let new = unsafe { OwnedFd::from_raw_fd(new) };
+        Ok((new, addr))
     }
 
     /// Connects to `addr`.

@@ -73,7 +73,25 @@ impl TcpListener {
         })
     }
 
-    /// Waits for a connection.
+    /// Waits for a connection; returns it with the peer's address.
+    ///
+    /// A connection that the peer reset or abandoned before it was accepted
+    /// does not make `accept` fail: it is returned (with its address; its
+    /// first read reports the reset) or skipped for the next one.
+    ///
+    /// # Errors
+    /// - Out of resources: `EMFILE`/`ENFILE` (no descriptor left for the
+    ///   process or the system), `ENOBUFS`/`ENOMEM`. The connection stays
+    ///   queued and the listener stays ready, so an `accept` right after
+    ///   fails the same way: a server should not give up on the listener
+    ///   but wait a little (say 100 ms, with [`fairlane::time::sleep`]),
+    ///   report the error once per wait, and try again; connections that
+    ///   finish meanwhile free descriptors.
+    /// - Other errors concern one incoming connection (e.g. `EPERM` from a
+    ///   firewall rule): the next `accept` may succeed.
+    /// - After the runtime shut down, an error saying so.
+    ///
+    /// [`fairlane::time::sleep`]: crate::time::sleep
     ///
     /// # Example
     /// ```
@@ -86,10 +104,33 @@ impl TcpListener {
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
+    ///
+    /// A server loop that survives running out of descriptors:
+    /// ```
+    /// use std::time::Duration;
+    /// async fn serve(listener: fairlane::net::TcpListener) {
+    ///     loop {
+    ///         match listener.accept().await {
+    ///             Ok((stream, _peer)) => {
+    ///                 fairlane::spawn(async move { drop(stream) });
+    ///             }
+    ///             Err(e) if matches!(
+    ///                 e.raw_os_error(),
+    ///                 Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
+    ///             ) => {
+    ///                 eprintln!("accept: {e}; retrying in 100 ms");
+    ///                 fairlane::time::sleep(Duration::from_millis(100)).await;
+    ///             }
+    ///             Err(e) => eprintln!("accept: {e}"),
+    ///         }
+    ///     }
+    /// }
+    /// ```
     pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let fd = self.sock.accept().await?;
+        let (fd, addr) = self.sock.accept().await?;
         let stream = TcpStream::from_socket(Socket::from_fd(fd)?);
-        let peer = stream.peer_addr()?;
+        // From accept4: `getpeername` fails for a connection already reset.
+        let peer = addr.to_addr()?;
         Ok((stream, peer))
     }
 
@@ -278,8 +319,10 @@ impl TcpStream {
     }
 
     /// Reads into `buf` from its start, up to its capacity (a `Vec`'s
-    /// length becomes the count read). `Ok(0)`: the peer closed its side
-    /// (or `buf` has no room).
+    /// length becomes the count read). `Ok(0)`: the peer closed its side.
+    /// A buffer without room (zero capacity) reads `Ok(0)` too, which
+    /// cannot be told from the end of the stream (tokio does the same):
+    /// always read into a buffer with capacity.
     ///
     /// # Example
     /// See [`TcpStream`].

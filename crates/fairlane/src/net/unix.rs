@@ -66,10 +66,17 @@ impl UnixListener {
     ///     Ok(())
     /// }
     /// ```
+    ///
+    /// A connection whose peer went away before it was accepted does not
+    /// make `accept` fail: it is returned (its reads then see the end of
+    /// the stream). Running out of descriptors is an error to wait out, as
+    /// described at [`TcpListener::accept`](super::TcpListener::accept).
     pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let fd = self.sock.accept().await?;
+        let (fd, addr) = self.sock.accept().await?;
         let stream = UnixStream::from_socket(Socket::from_fd(fd)?);
-        let addr = stream.peer_addr()?;
+        // The address accept4 reported, not a second look with
+        // `getpeername` that the peer's state could make fail.
+        let addr = unix_addr(&addr)?;
         Ok((stream, addr))
     }
 
@@ -87,6 +94,58 @@ impl UnixListener {
             self.sock.raw(),
             std::os::unix::net::UnixListener::local_addr,
         )
+    }
+}
+
+/// A Unix-domain address in the kernel's form (as `accept4` fills it in)
+/// as std's type: unnamed (the peer never bound, or the length holds no
+/// path), an abstract name (leading NUL), or a path.
+fn unix_addr(buf: &SockAddrBuf) -> io::Result<SocketAddr> {
+    let path_offset = std::mem::offset_of!(libc::sockaddr_un, sun_path);
+    let len = buf.len as usize;
+    if len <= path_offset {
+        return unnamed();
+    }
+    if i32::from(buf.storage.ss_family) != libc::AF_UNIX {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "the peer's address is not a Unix-domain address",
+        ));
+    }
+    // SAFETY: the family says the storage holds a `sockaddr_un`, which is
+    // smaller than and aligned within `sockaddr_storage`.
+    let sun =
+        unsafe { &*(&buf.storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_un>() };
+    let path: Vec<u8> = sun.sun_path[..(len - path_offset).min(sun.sun_path.len())]
+        .iter()
+        .map(|&c| c as u8)
+        .collect();
+    match path.split_first() {
+        Some((0, name)) => {
+            use std::os::linux::net::SocketAddrExt;
+            SocketAddr::from_abstract_name(name)
+        }
+        _ => {
+            use std::os::unix::ffi::OsStrExt;
+            // A path ends at its first NUL (the kernel may count one).
+            let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+            if end == 0 {
+                return unnamed();
+            }
+            SocketAddr::from_pathname(std::ffi::OsStr::from_bytes(&path[..end]))
+        }
+    }
+}
+
+/// An unnamed Unix-domain address (std has no constructor for one).
+fn unnamed() -> io::Result<SocketAddr> {
+    // An empty path gives std's unnamed form (family only); checked, with
+    // an unbound socket's own address as the way that always works.
+    let addr = SocketAddr::from_pathname("")?;
+    if addr.is_unnamed() {
+        Ok(addr)
+    } else {
+        std::os::unix::net::UnixDatagram::unbound()?.local_addr()
     }
 }
 

@@ -33,6 +33,14 @@ pub(crate) type ClusterRef = Arc<CoreCluster<StdHost>>;
 /// Dropping it cancels the tasks still alive (their futures are dropped) and
 /// joins every processor thread.
 ///
+/// # Panics
+/// Dropping it (or shutting it down) from one of its own tasks or blocking
+/// closures panics, since that thread would wait for itself. The runtime
+/// is still shut down: a new thread, none of the runtime's, does it once
+/// the panicking poll or closure has returned. (A drop while the task is
+/// already panicking hands the shutdown over the same way without a second
+/// panic.)
+///
 /// # Example
 /// ```
 /// use fairlane::Runtime;
@@ -172,6 +180,10 @@ impl Runtime {
     /// polls they are in. Processors still busy after that (a task that never
     /// yields) are left to exit on their own; every other task is cancelled.
     ///
+    /// # Panics
+    /// From one of its own tasks or blocking closures, as dropping it does
+    /// (see [`Runtime`]).
+    ///
     /// # Example
     /// ```
     /// use std::time::Duration;
@@ -233,38 +245,38 @@ impl Runtime {
 
     fn shutdown(&mut self, timeout: Option<Duration>) {
         let shared = &self.handle.shared;
-        if shared
+        let own_thread = shared
             .clusters
             .iter()
             .any(|c| c.cluster.host().is_own_processor())
-            || context::is_blocking_thread_of(&self.handle)
-        {
+            || context::is_blocking_thread_of(&self.handle);
+        self.shut_down = true;
+        if !own_thread {
+            shut_down(&self.handle, timeout);
+            return;
+        }
+        // This thread cannot wait for itself: a thread that is none of the
+        // runtime's shuts it down, once this poll (or blocking closure)
+        // returns.
+        let handle = self.handle.clone();
+        let handed_off = thread::Builder::new()
+            .name("fairlane-shutdown".into())
+            .spawn(move || shut_down(&handle, timeout));
+        if let Err(e) = &handed_off {
+            tracing::error!(
+                "fairlane: could not start a thread to shut down a runtime dropped from its \
+                 own task: {e}; it keeps running"
+            );
+        }
+        // Already unwinding (the task panicked while it owned the runtime):
+        // a second panic would abort the process.
+        if !thread::panicking() {
             panic!(
                 "a fairlane runtime cannot be dropped or shut down from one of its own tasks or \
                  blocking closures: the thread would wait for itself; move the runtime to another \
-                 thread to drop it"
+                 thread to drop it (this runtime is shut down on another thread once this task's \
+                 poll ends)"
             );
-        }
-        self.shut_down = true;
-        for entry in shared.clusters.iter() {
-            entry.cluster.shutdown();
-        }
-        let deadline = timeout.map(|t| Instant::now() + t);
-        // Threads still in a task after the deadline are detached; they exit
-        // after its poll.
-        shared.threads.join_all(deadline);
-        // Every cluster is closed before any is cancelled: a cancelled task
-        // that migrated is dropped by the closed cluster it is woken into.
-        for entry in shared.clusters.iter() {
-            entry.cluster.cancel_all();
-        }
-        // After the tasks: a job whose task is gone is skipped, and the
-        // jobs still running are waited for (within the deadline).
-        shared.blocking.shutdown(deadline);
-        // Every ring cancelled and reaped (those of processors that stopped
-        // were already, in `Host::processor_stopping`).
-        for entry in shared.clusters.iter() {
-            entry.cluster.host().io().shutdown();
         }
     }
 
@@ -295,6 +307,34 @@ impl Runtime {
     /// ```
     pub fn clusters(&self) -> Vec<Cluster> {
         self.handle.shared.clusters()
+    }
+}
+
+/// Shuts the runtime down: closes its clusters, waits at most `timeout` for
+/// the processors to finish the polls they are in, cancels every task,
+/// stops the blocking pool and the I/O driver. Not on one of its own
+/// threads.
+fn shut_down(handle: &Handle, timeout: Option<Duration>) {
+    let shared = &handle.shared;
+    for entry in shared.clusters.iter() {
+        entry.cluster.shutdown();
+    }
+    let deadline = timeout.map(|t| Instant::now() + t);
+    // Threads still in a task after the deadline are detached; they exit
+    // after its poll.
+    shared.threads.join_all(deadline);
+    // Every cluster is closed before any is cancelled: a cancelled task
+    // that migrated is dropped by the closed cluster it is woken into.
+    for entry in shared.clusters.iter() {
+        entry.cluster.cancel_all();
+    }
+    // After the tasks: a job whose task is gone is skipped, and the
+    // jobs still running are waited for (within the deadline).
+    shared.blocking.shutdown(deadline);
+    // Every ring cancelled and reaped (those of processors that stopped
+    // were already, in `Host::processor_stopping`).
+    for entry in shared.clusters.iter() {
+        entry.cluster.host().io().shutdown();
     }
 }
 

@@ -336,14 +336,11 @@ impl<F> Timeout<F> {
     /// let _inner = t.into_inner();
     /// ```
     pub fn into_inner(self) -> F {
-        // `Sleep` has a destructor, so move the future out by hand.
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again except for the
-        // sleep, dropped here exactly once; the future is read out once.
-        unsafe {
-            std::ptr::drop_in_place(&this.sleep as *const Sleep as *mut Sleep);
-            std::ptr::read(&this.future)
-        }
+        // `Timeout` has no destructor of its own, so it can be taken apart
+        // by value: the sleep is dropped (its timer cancelled) here.
+        let Timeout { future, sleep } = self;
+        drop(sleep);
+        future
     }
 }
 
