@@ -11,6 +11,17 @@
 //! explicit positions. Concurrent cursor calls on one file race for the
 //! cursor, as they would on a shared descriptor.
 //!
+//! # Cancellation
+//! A file operation dropped before it completes may still take effect: the
+//! kernel (io_uring) or a pool thread (fallback) finishes or abandons it on
+//! its own, and its buffer is kept until then, so no memory is written
+//! after it was freed. Positioned reads and writes ([`File::read_at`],
+//! [`File::write_at`]) leave no other state behind, so dropping one is
+//! safe but says nothing about whether it happened; a dropped cursor call
+//! ([`File::read_to_end`], [`File::write_all`]) leaves the cursor wherever
+//! its completed steps moved it. A dropped [`OpenOptions::open`] closes
+//! the file it may have opened (and a file it created stays created).
+//!
 //! # Example
 //! ```
 //! let rt = fairlane::Runtime::builder().processors(1).build()?;

@@ -105,6 +105,10 @@ impl TcpListener {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     ///
+    /// # Cancellation
+    /// Cancel-safe: a dropped `accept` takes no connection from the
+    /// listener; the next `accept` returns it.
+    ///
     /// A server loop that survives running out of descriptors:
     /// ```
     /// use std::time::Duration;
@@ -276,6 +280,10 @@ impl TcpStream {
     /// # Errors
     /// The error of the last address tried, e.g. `ConnectionRefused`.
     ///
+    /// # Cancellation
+    /// Dropping the future abandons the connection attempt and closes its
+    /// socket (a handshake already under way is reset by the close).
+    ///
     /// # Example
     /// ```
     /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
@@ -324,6 +332,12 @@ impl TcpStream {
     /// cannot be told from the end of the stream (tokio does the same):
     /// always read into a buffer with capacity.
     ///
+    /// # Cancellation
+    /// Cancel-safe: if the future is dropped before it completes (a
+    /// `timeout` or `select!` that gave up), no byte is lost. Bytes the
+    /// kernel had already received for it are returned, in order, by the
+    /// next read on this stream.
+    ///
     /// # Example
     /// See [`TcpStream`].
     /// ```
@@ -343,6 +357,16 @@ impl TcpStream {
     }
 
     /// Writes some of `buf`'s bytes; how many is the result.
+    ///
+    /// # Cancellation
+    /// If the future is dropped before it completes, the byte stream keeps
+    /// no hole and no reordering: with io_uring a send already in flight is
+    /// finished by the runtime (all of its bytes are sent, unless the
+    /// connection fails) before the next write on this stream goes out;
+    /// with the fallback backend a dropped write has sent nothing beyond
+    /// what an earlier completed call reported. Either way, whether the
+    /// bytes of a dropped write were sent is not reported: do not retry
+    /// them on the same stream.
     ///
     /// # Example
     /// ```
@@ -364,6 +388,12 @@ impl TcpStream {
     /// # Errors
     /// The first write error, e.g. `BrokenPipe` or `ConnectionReset` once
     /// the peer is gone.
+    ///
+    /// # Cancellation
+    /// Not cancel-safe in the way `write` is, as with tokio: dropped part
+    /// way, it has sent a prefix of `buf` whose length is not reported (the
+    /// stream itself keeps no hole or reordering; see
+    /// [`write`](Self::write)).
     ///
     /// # Example
     /// ```

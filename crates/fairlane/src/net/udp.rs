@@ -71,6 +71,10 @@ impl UdpSocket {
 
     /// Sends one datagram with `buf`'s bytes to `target`.
     ///
+    /// # Cancellation
+    /// A datagram is sent whole or not at all: if the future is dropped
+    /// before it completes, the datagram may or may not have been sent.
+    ///
     /// # Example
     /// See [`UdpSocket`].
     /// ```
@@ -96,6 +100,12 @@ impl UdpSocket {
 
     /// Receives one datagram into `buf` (from its start, up to its
     /// capacity); the count and the sender's address.
+    ///
+    /// # Cancellation
+    /// Cancel-safe: if the future is dropped before it completes, no
+    /// datagram is lost; one the kernel had already delivered to it is
+    /// returned by the next `recv_from` (cut to that buffer's capacity, as
+    /// any datagram is).
     ///
     /// # Example
     /// See [`UdpSocket`].

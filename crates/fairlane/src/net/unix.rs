@@ -67,7 +67,8 @@ impl UnixListener {
     /// }
     /// ```
     ///
-    /// A connection whose peer went away before it was accepted does not
+    /// Cancel-safe: a dropped `accept` takes no connection from the
+    /// listener. A connection whose peer went away before it was accepted does not
     /// make `accept` fail: it is returned (its reads then see the end of
     /// the stream). Running out of descriptors is an error to wait out, as
     /// described at [`TcpListener::accept`](super::TcpListener::accept).
@@ -187,7 +188,8 @@ impl UnixStream {
         }
     }
 
-    /// Connects to the socket at `path`.
+    /// Connects to the socket at `path`. Dropping the future abandons the
+    /// attempt and closes its socket.
     ///
     /// # Errors
     /// `NotFound` if nothing is there, `ConnectionRefused` if nobody
