@@ -39,6 +39,7 @@ mod host;
 pub mod io;
 pub mod net;
 mod runtime;
+pub mod signal;
 pub mod task;
 pub mod time;
 

@@ -1,0 +1,167 @@
+//! Unix signals as streams of deliveries, with tokio's shapes:
+//! [`signal`], [`Signal`], [`SignalKind`].
+
+use std::io;
+use std::task::{Context, Poll};
+
+use super::Listener;
+
+/// Which signal to listen for.
+///
+/// # Example
+/// ```
+/// use fairlane::signal::unix::SignalKind;
+/// assert_eq!(SignalKind::terminate().as_raw_value(), libc::SIGTERM);
+/// assert_eq!(SignalKind::from_raw(libc::SIGUSR1), SignalKind::user_defined1());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct SignalKind(libc::c_int);
+
+impl SignalKind {
+    /// A signal by number (the `SIG*` constants of `libc`).
+    pub const fn from_raw(signum: libc::c_int) -> SignalKind {
+        SignalKind(signum)
+    }
+
+    /// The signal's number.
+    pub const fn as_raw_value(&self) -> libc::c_int {
+        self.0
+    }
+
+    /// SIGALRM.
+    pub const fn alarm() -> SignalKind {
+        SignalKind(libc::SIGALRM)
+    }
+
+    /// SIGCHLD: a child process changed state.
+    pub const fn child() -> SignalKind {
+        SignalKind(libc::SIGCHLD)
+    }
+
+    /// SIGHUP: the terminal went away; daemons often reload on it.
+    pub const fn hangup() -> SignalKind {
+        SignalKind(libc::SIGHUP)
+    }
+
+    /// SIGINT: Ctrl-C.
+    pub const fn interrupt() -> SignalKind {
+        SignalKind(libc::SIGINT)
+    }
+
+    /// SIGIO.
+    pub const fn io() -> SignalKind {
+        SignalKind(libc::SIGIO)
+    }
+
+    /// SIGPIPE (fairlane's sockets never raise it: they send with
+    /// `MSG_NOSIGNAL`).
+    pub const fn pipe() -> SignalKind {
+        SignalKind(libc::SIGPIPE)
+    }
+
+    /// SIGQUIT.
+    pub const fn quit() -> SignalKind {
+        SignalKind(libc::SIGQUIT)
+    }
+
+    /// SIGTERM: the polite request to stop that service managers send.
+    pub const fn terminate() -> SignalKind {
+        SignalKind(libc::SIGTERM)
+    }
+
+    /// SIGUSR1.
+    pub const fn user_defined1() -> SignalKind {
+        SignalKind(libc::SIGUSR1)
+    }
+
+    /// SIGUSR2.
+    pub const fn user_defined2() -> SignalKind {
+        SignalKind(libc::SIGUSR2)
+    }
+
+    /// SIGWINCH: the terminal's size changed.
+    pub const fn window_change() -> SignalKind {
+        SignalKind(libc::SIGWINCH)
+    }
+}
+
+impl From<libc::c_int> for SignalKind {
+    fn from(signum: libc::c_int) -> SignalKind {
+        SignalKind(signum)
+    }
+}
+
+/// Deliveries of one signal, from the moment it was made: each
+/// [`recv`](Signal::recv) returns once the signal arrived since the last
+/// one returned (several deliveries in between count as one).
+///
+/// # Example
+/// ```
+/// use fairlane::signal::unix::{signal, SignalKind};
+/// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// # rt.block_on(async {
+/// let mut usr1 = signal(SignalKind::user_defined1())?;
+/// // SAFETY: no preconditions; SIGUSR1 is handled now.
+/// unsafe { libc::raise(libc::SIGUSR1) };
+/// usr1.recv().await;
+/// # Ok::<(), std::io::Error>(()) })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct Signal {
+    listener: Listener,
+}
+
+/// Listens for `kind`. Installs fairlane's handler for it the first time
+/// (for the rest of the process: the signal's default effect, such as
+/// ending the process, no longer happens).
+///
+/// # Errors
+/// `InvalidInput` for a number that is not a signal, or one that cannot be
+/// handled (SIGKILL, SIGSTOP, SIGILL, SIGFPE, SIGSEGV); the operating
+/// system's error if the handler or the signal thread cannot be set up.
+///
+/// # Example
+/// ```
+/// use fairlane::signal::unix::{signal, SignalKind};
+/// let err = signal(SignalKind::from_raw(libc::SIGKILL)).unwrap_err();
+/// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
+/// ```
+pub fn signal(kind: SignalKind) -> io::Result<Signal> {
+    Ok(Signal {
+        listener: Listener::new(kind.0)?,
+    })
+}
+
+impl Signal {
+    /// Waits for the next delivery. Always `Some(())`: the stream never
+    /// ends (the `Option` is tokio's shape).
+    ///
+    /// Cancel-safe: a dropped `recv` loses no delivery.
+    ///
+    /// # Example
+    /// See [`Signal`].
+    pub async fn recv(&mut self) -> Option<()> {
+        std::future::poll_fn(|cx| self.poll_recv(cx)).await
+    }
+
+    /// Polls for the next delivery; see [`Signal::recv`].
+    ///
+    /// # Example
+    /// ```
+    /// use std::task::{Context, Poll, Waker};
+    /// use fairlane::signal::unix::{signal, SignalKind};
+    /// let mut sig = signal(SignalKind::user_defined2())?;
+    /// let mut cx = Context::from_waker(Waker::noop());
+    /// assert!(sig.poll_recv(&mut cx).is_pending());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Option<()>> {
+        self.listener.poll_recv(cx).map(Some)
+    }
+}
+
+impl std::fmt::Debug for Signal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Signal").finish_non_exhaustive()
+    }
+}
