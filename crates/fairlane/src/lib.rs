@@ -44,7 +44,7 @@ pub mod task;
 pub mod time;
 
 pub use runtime::{
-    Builder, Cluster, Handle, MigrateHere, ProcessorMetrics, Runtime, RuntimeMetrics,
+    Builder, Cluster, EnterGuard, Handle, MigrateHere, ProcessorMetrics, Runtime, RuntimeMetrics,
     TryCurrentError,
 };
 pub use task::ProcessorId;

@@ -8,9 +8,18 @@ use super::Handle;
 
 struct Context {
     handle: Handle,
+    role: Role,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Role {
     /// A processor or a `block_on`: blocking this thread would stall tasks.
-    /// Not set on blocking-pool threads, where `block_on` is allowed.
-    driving: bool,
+    Driving,
+    /// One of the runtime's blocking-pool threads, where `block_on` is
+    /// allowed.
+    Blocking,
+    /// A thread of the user's that entered the runtime (`Handle::enter`).
+    Entered,
 }
 
 thread_local! {
@@ -28,7 +37,7 @@ pub(crate) fn is_blocking_thread_of(handle: &Handle) -> bool {
     CURRENT.with(|c| {
         c.borrow()
             .as_ref()
-            .is_some_and(|c| !c.driving && c.handle.same_runtime(handle))
+            .is_some_and(|c| c.role == Role::Blocking && c.handle.same_runtime(handle))
     })
 }
 
@@ -39,7 +48,7 @@ pub(crate) fn is_blocking_thread_of(handle: &Handle) -> bool {
 /// queued behind the blocked one.
 #[track_caller]
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
-    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|c| c.driving)) {
+    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|c| c.role == Role::Driving)) {
         panic!(
             "Cannot start a fairlane runtime from within a runtime: `block_on` was called from a \
              task or from inside another `block_on`, which would block a thread that is driving \
@@ -49,7 +58,7 @@ pub(crate) fn enter(handle: Handle) -> EnterGuard {
     }
     set(Context {
         handle,
-        driving: true,
+        role: Role::Driving,
     })
 }
 
@@ -58,7 +67,16 @@ pub(crate) fn enter(handle: Handle) -> EnterGuard {
 pub(crate) fn enter_blocking(handle: Handle) -> EnterGuard {
     set(Context {
         handle,
-        driving: false,
+        role: Role::Blocking,
+    })
+}
+
+/// Makes `handle` the current runtime of a thread that is none of the
+/// runtime's (`Handle::enter`).
+pub(crate) fn enter_plain(handle: Handle) -> EnterGuard {
+    set(Context {
+        handle,
+        role: Role::Entered,
     })
 }
 

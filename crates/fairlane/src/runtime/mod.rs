@@ -151,6 +151,21 @@ impl Runtime {
         &self.handle
     }
 
+    /// Makes this runtime the current one of the calling thread while the
+    /// guard lives; see [`Handle::enter`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let _guard = rt.enter();
+    /// let task = fairlane::spawn(async { 1 });
+    /// assert_eq!(rt.block_on(task).unwrap(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn enter(&self) -> EnterGuard<'_> {
+        self.handle().enter()
+    }
+
     /// The I/O backend this runtime uses (see [`Builder::io_backend`]).
     ///
     /// # Example
@@ -706,6 +721,30 @@ pub struct Handle {
     pub(crate) shared: Arc<Shared>,
 }
 
+/// The current runtime of a thread while it lives; see [`Handle::enter`].
+/// Not `Send`: it must be dropped on the thread that entered.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::new()?;
+/// let guard = rt.enter();
+/// assert!(fairlane::Handle::try_current().is_ok());
+/// drop(guard);
+/// assert!(fairlane::Handle::try_current().is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[must_use = "the runtime is current only while the guard lives"]
+pub struct EnterGuard<'a> {
+    _inner: context::EnterGuard,
+    _handle: std::marker::PhantomData<&'a Handle>,
+}
+
+impl fmt::Debug for EnterGuard<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EnterGuard").finish_non_exhaustive()
+    }
+}
+
 /// What all clusters of a runtime share.
 pub(crate) struct Shared {
     /// The default cluster first.
@@ -781,6 +820,33 @@ impl Handle {
     /// ```
     pub fn try_current() -> Result<Handle, TryCurrentError> {
         context::with_current(Handle::clone).ok_or(TryCurrentError { _private: () })
+    }
+
+    /// Makes this runtime the current one of the calling thread until the
+    /// guard drops, so that [`fairlane::spawn`](crate::spawn),
+    /// [`Handle::current`] and I/O constructors (such as a socket's
+    /// `from_std`) work on a thread that is not part of the runtime. Guards
+    /// nest; dropping one restores what was current before it. The thread
+    /// does not become a processor: it runs no tasks.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.handle().clone();
+    /// let task = std::thread::spawn(move || {
+    ///     let _guard = handle.enter();
+    ///     fairlane::spawn(async { 6 * 7 })
+    /// })
+    /// .join()
+    /// .unwrap();
+    /// assert_eq!(rt.block_on(task).unwrap(), 42);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn enter(&self) -> EnterGuard<'_> {
+        EnterGuard {
+            _inner: context::enter_plain(self.clone()),
+            _handle: std::marker::PhantomData,
+        }
     }
 
     /// Spawns a task on this runtime; see [`fairlane::spawn`](crate::spawn).
