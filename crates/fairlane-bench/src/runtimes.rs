@@ -127,11 +127,11 @@ mod fairlane_rt {
                         let _ = stream.set_nodelay(true);
                         let mut buf = Vec::with_capacity(4096);
                         loop {
-                            let (n, b) = stream.read(buf).await;
+                            let (n, b) = stream.read_owned(buf).await;
                             if !matches!(n, Ok(n) if n > 0) {
                                 return;
                             }
-                            let (r, b) = stream.write_all(b).await;
+                            let (r, b) = stream.write_all_owned(b).await;
                             if r.is_err() {
                                 return;
                             }

@@ -69,13 +69,13 @@ async fn serve(stream: TcpStream) {
     let _ = stream.set_nodelay(true);
     let mut buf = Vec::with_capacity(16 * 1024);
     loop {
-        let (n, b) = stream.read(buf).await;
+        let (n, b) = stream.read_owned(buf).await;
         match n {
             Ok(n) if n > 0 => {}
             // End of stream or an error (reset): this connection is done.
             _ => return,
         }
-        let (written, b) = stream.write_all(b).await;
+        let (written, b) = stream.write_all_owned(b).await;
         if written.is_err() {
             return;
         }

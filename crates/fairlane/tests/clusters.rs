@@ -1878,11 +1878,11 @@ fn io_under_resizing(backend: fairlane::io::IoBackend, seed: u64) {
                         fairlane::spawn(async move {
                             let mut buf = Vec::with_capacity(64);
                             loop {
-                                let (n, b) = stream.read(buf).await;
+                                let (n, b) = stream.read_owned(buf).await;
                                 if n.unwrap() == 0 {
                                     return;
                                 }
-                                let (r, b) = stream.write_all(b).await;
+                                let (r, b) = stream.write_all_owned(b).await;
                                 r.unwrap();
                                 buf = b;
                             }
@@ -1896,11 +1896,11 @@ fn io_under_resizing(backend: fairlane::io::IoBackend, seed: u64) {
                             let stream = fairlane::net::TcpStream::connect(addr).await.unwrap();
                             for round in 0..ROUNDS {
                                 let msg = format!("{c}:{round}").into_bytes();
-                                let (r, msg) = stream.write_all(msg).await;
+                                let (r, msg) = stream.write_all_owned(msg).await;
                                 r.unwrap();
                                 let mut got = Vec::new();
                                 while got.len() < msg.len() {
-                                    let (n, buf) = stream.read(Vec::with_capacity(64)).await;
+                                    let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
                                     assert!(n.unwrap() > 0, "the echo closed early");
                                     got.extend_from_slice(&buf);
                                 }
@@ -2010,7 +2010,7 @@ fn io_submitted_by_a_removed_helper_is_done_again() {
             .spawn_on(
                 async move {
                     let conn = fairlane::net::TcpStream::connect(addr).await?;
-                    let mut read = Box::pin(conn.read(Vec::with_capacity(16)));
+                    let mut read = Box::pin(conn.read_owned(Vec::with_capacity(16)));
                     // Batched on A's ring, not yet submitted.
                     assert!(read
                         .as_mut()
@@ -2128,7 +2128,7 @@ fn io_survives_resizing(backend: fairlane::io::IoBackend) {
                 addr_tx.send(listener.local_addr()?).unwrap();
                 let (conn, _) = listener.accept().await?;
                 waiting_tx.send(()).unwrap();
-                let read = conn.read(Vec::with_capacity(16));
+                let read = conn.read_owned(Vec::with_capacity(16));
                 let second = listener.accept();
                 // Both wait on this processor's engine when it goes.
                 let ((n, buf), accepted) = futures_lite::future::zip(read, second).await;
@@ -2178,11 +2178,11 @@ fn io_survives_resizing(backend: fairlane::io::IoBackend) {
                 let addr = listener.local_addr()?;
                 let client = fairlane::spawn(async move {
                     let s = fairlane::net::TcpStream::connect(addr).await?;
-                    let (r, _) = s.write_all(b"ping".to_vec()).await;
+                    let (r, _) = s.write_all_owned(b"ping".to_vec()).await;
                     r
                 });
                 let (conn, _) = listener.accept().await?;
-                let (n, buf) = conn.read(vec![0u8; 4]).await;
+                let (n, buf) = conn.read_owned(vec![0u8; 4]).await;
                 client.await.unwrap()?;
                 Ok::<_, std::io::Error>(buf[..n?].to_vec())
             },

@@ -67,7 +67,7 @@ fn sockets_made_on_an_entered_thread_work() {
     .unwrap();
     let (mut peer, _) = listener.accept().unwrap();
     rt.block_on(async {
-        stream.write_all(&b"entered"[..]).await.0.unwrap();
+        stream.write_all_owned(&b"entered"[..]).await.0.unwrap();
     });
     let mut buf = [0u8; 7];
     std::io::Read::read_exact(&mut peer, &mut buf).unwrap();

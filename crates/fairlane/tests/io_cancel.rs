@@ -121,7 +121,8 @@ fn reads_dropped_by_timeouts_lose_no_byte(backend: IoBackend) {
                     // Buffers of varying size, timeouts of 50..450 us.
                     let cap = 16 + (i as usize * 29) % 100;
                     let wait = Duration::from_micros(50 + (i * 97) % 400);
-                    let read = fairlane::time::timeout(wait, stream.read(Vec::with_capacity(cap)));
+                    let read =
+                        fairlane::time::timeout(wait, stream.read_owned(Vec::with_capacity(cap)));
                     match read.await {
                         Ok((n, buf)) => {
                             let n = n.expect("read");
@@ -236,10 +237,11 @@ fn a_dropped_write_leaves_no_hole(backend: IoBackend) {
         all
     });
     let timed_out = rt.block_on(async move {
-        let timed_out = fairlane::time::timeout(Duration::from_millis(50), stream.write_all(first))
-            .await
-            .is_err();
-        stream.write_all(&b"-second-"[..]).await.0.unwrap();
+        let timed_out =
+            fairlane::time::timeout(Duration::from_millis(50), stream.write_all_owned(first))
+                .await
+                .is_err();
+        stream.write_all_owned(&b"-second-"[..]).await.0.unwrap();
         timed_out
     });
     let all = reader.join().unwrap();
@@ -264,7 +266,8 @@ fn dropping_a_stream_cancels_its_dropped_writes(backend: IoBackend) {
     let (stream, mut peer) = rt.block_on(pair());
     rt.block_on(async move {
         let big = vec![7u8; 16 << 20];
-        let r = fairlane::time::timeout(Duration::from_millis(50), stream.write_all(big)).await;
+        let r =
+            fairlane::time::timeout(Duration::from_millis(50), stream.write_all_owned(big)).await;
         assert!(r.is_err(), "the write finished before its timeout");
         drop(stream);
         // Let the processor hand the cancellation to the kernel.

@@ -66,6 +66,7 @@ on_both_backends!(
     io_across_block_in_place,
     io_after_shutdown_is_an_error,
     incoming_and_split_halves_through_futures_io,
+    futures_extension_methods_are_not_shadowed,
     thousands_of_completions_while_the_processor_is_busy,
     data_read_by_dropped_reads_lands_in_live_buffers,
 );
@@ -78,12 +79,12 @@ async fn echo_server(listener: TcpListener) {
         fairlane::spawn(async move {
             let mut buf = Vec::with_capacity(4096);
             loop {
-                let (n, b) = stream.read(buf).await;
+                let (n, b) = stream.read_owned(buf).await;
                 match n {
                     Ok(n) if n > 0 => {}
                     _ => return,
                 }
-                let (r, b) = stream.write_all(b).await;
+                let (r, b) = stream.write_all_owned(b).await;
                 if r.is_err() {
                     return;
                 }
@@ -108,11 +109,11 @@ fn tcp_echo_with_many_connections(backend: IoBackend) {
                     assert_eq!(stream.peer_addr().unwrap(), addr);
                     for i in 0..20u32 {
                         let msg = format!("client {c} message {i}").into_bytes();
-                        let (r, msg) = stream.write_all(msg).await;
+                        let (r, msg) = stream.write_all_owned(msg).await;
                         r.unwrap();
                         let mut got = Vec::new();
                         while got.len() < msg.len() {
-                            let (n, buf) = stream.read(Vec::with_capacity(64)).await;
+                            let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
                             assert!(n.unwrap() > 0, "echo closed early");
                             got.extend_from_slice(&buf);
                         }
@@ -132,9 +133,9 @@ fn tcp_echo_with_many_connections(backend: IoBackend) {
         let addr = listener.local_addr().unwrap();
         let server = fairlane::spawn(echo_server(listener));
         let stream = TcpStream::connect(addr).await.unwrap();
-        let (r, _) = stream.write_all(&b"from a plain thread"[..]).await;
+        let (r, _) = stream.write_all_owned(&b"from a plain thread"[..]).await;
         r.unwrap();
-        let (n, buf) = stream.read(vec![0u8; 64]).await;
+        let (n, buf) = stream.read_owned(vec![0u8; 64]).await;
         assert_eq!(&buf[..n.unwrap()], b"from a plain thread");
         server.abort();
     });
@@ -173,14 +174,14 @@ fn tcp_split_halves(backend: IoBackend) {
         let total = 200 * 1000;
         let writer = fairlane::spawn(async move {
             for _ in 0..200 {
-                let (r, _) = write.write_all(vec![b'z'; 1000]).await;
+                let (r, _) = write.write_all_owned(vec![b'z'; 1000]).await;
                 r.unwrap();
             }
             drop(write); // shuts down the write side: the echo ends
         });
         let mut got = 0;
         loop {
-            let (n, _) = read.read(Vec::with_capacity(8192)).await;
+            let (n, _) = read.read_owned(Vec::with_capacity(8192)).await;
             match n.unwrap() {
                 0 => break,
                 n => got += n,
@@ -279,10 +280,10 @@ fn unix_echo_with_many_connections(backend: IoBackend) {
                     let stream = UnixStream::connect(&path).await.unwrap();
                     for i in 0..10u32 {
                         let msg = format!("unix {c} {i}").into_bytes();
-                        stream.write_all(msg.clone()).await.0.unwrap();
+                        stream.write_all_owned(msg.clone()).await.0.unwrap();
                         let mut got = Vec::new();
                         while got.len() < msg.len() {
-                            let (n, buf) = stream.read(Vec::with_capacity(64)).await;
+                            let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
                             assert!(n.unwrap() > 0);
                             got.extend_from_slice(&buf);
                         }
@@ -353,11 +354,11 @@ fn closed_peer_reads_zero(backend: IoBackend) {
         let addr = listener.local_addr().unwrap();
         let client = TcpStream::connect(addr).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        client.write_all(&b"last words"[..]).await.0.unwrap();
+        client.write_all_owned(&b"last words"[..]).await.0.unwrap();
         drop(client);
-        let (n, buf) = server.read(Vec::with_capacity(64)).await;
+        let (n, buf) = server.read_owned(Vec::with_capacity(64)).await;
         assert_eq!(&buf[..n.unwrap()], b"last words");
-        let (n, _) = server.read(Vec::with_capacity(64)).await;
+        let (n, _) = server.read_owned(Vec::with_capacity(64)).await;
         assert_eq!(n.unwrap(), 0);
     });
 }
@@ -386,17 +387,17 @@ fn reset_connection_is_an_error(backend: IoBackend) {
         };
         assert_eq!(r, 0);
         drop(client);
-        let (n, _) = server.read(Vec::with_capacity(64)).await;
+        let (n, _) = server.read_owned(Vec::with_capacity(64)).await;
         let err = n.unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::ConnectionReset);
         // Writing to it fails too, with an error rather than a signal.
-        let (r, _) = server.write_all(vec![1u8; 100_000]).await;
+        let (r, _) = server.write_all_owned(vec![1u8; 100_000]).await;
         assert!(r.is_err());
         // Unharmed: another connection works.
         let client = TcpStream::connect(addr).await.unwrap();
         let (server, _) = listener.accept().await.unwrap();
-        server.write_all("ok").await.0.unwrap();
-        let (n, buf) = client.read(Vec::with_capacity(8)).await;
+        server.write_all_owned("ok").await.0.unwrap();
+        let (n, buf) = client.read_owned(Vec::with_capacity(8)).await;
         assert_eq!(&buf[..n.unwrap()], b"ok");
     });
 }
@@ -455,9 +456,10 @@ fn dropped_reads_keep_their_buffer_until_completion(backend: IoBackend) {
             };
             let s = server.clone();
             // The read is in flight (nothing to read) when it is dropped.
-            let r =
-                fairlane::time::timeout(Duration::from_millis(1), async move { s.read(buf).await })
-                    .await;
+            let r = fairlane::time::timeout(Duration::from_millis(1), async move {
+                s.read_owned(buf).await
+            })
+            .await;
             assert!(r.is_err(), "nothing was sent, the read cannot complete");
         }
         // Every buffer is freed once its cancellation completed (the wait
@@ -469,13 +471,13 @@ fn dropped_reads_keep_their_buffer_until_completion(backend: IoBackend) {
         }
         // No cancelled read took data: what is sent now arrives whole.
         client
-            .write_all(&b"after the cancelled reads"[..])
+            .write_all_owned(&b"after the cancelled reads"[..])
             .await
             .0
             .unwrap();
         let mut got = Vec::new();
         while got.len() < 25 {
-            let (n, buf) = server.read(Vec::with_capacity(64)).await;
+            let (n, buf) = server.read_owned(Vec::with_capacity(64)).await;
             assert!(n.unwrap() > 0);
             got.extend_from_slice(&buf);
         }
@@ -497,7 +499,7 @@ fn dropped_reads_keep_their_buffer_until_completion(backend: IoBackend) {
                 freed: flag,
             };
             tx.send(()).unwrap();
-            let _ = server.read(buf).await;
+            let _ = server.read_owned(buf).await;
         });
         client
     });
@@ -530,11 +532,11 @@ fn dropped_accepts_are_cancelled(backend: IoBackend) {
         let server = fairlane::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();
-                stream.write_all("hello").await.0.unwrap();
+                stream.write_all_owned("hello").await.0.unwrap();
             }
         });
         let s = TcpStream::connect(addr).await.unwrap();
-        let (n, buf) = s.read(Vec::with_capacity(8)).await;
+        let (n, buf) = s.read_owned(Vec::with_capacity(8)).await;
         assert_eq!(n.unwrap(), 5);
         assert_eq!(&buf[..], b"hello");
         server.abort();
@@ -617,12 +619,12 @@ fn completions_of_a_stuck_processor_are_helped(backend: IoBackend) {
                     std::hint::spin_loop();
                 }
             });
-            let (n, buf) = server.read(Vec::with_capacity(16)).await;
+            let (n, buf) = server.read_owned(Vec::with_capacity(16)).await;
             d.store(true, Ordering::SeqCst);
             (n.unwrap(), buf)
         });
         fairlane::time::sleep(Duration::from_millis(20)).await;
-        client.write_all("wake").await.0.unwrap();
+        client.write_all_owned("wake").await.0.unwrap();
         let (n, buf) = reader.await.unwrap();
         assert_eq!(&buf[..n], b"wake");
         assert!(done.load(Ordering::SeqCst));
@@ -641,8 +643,8 @@ fn io_across_block_in_place(backend: IoBackend) {
                 // The processor is handed to a replacement thread and back;
                 // its ring and its operations stay.
                 fairlane::task::block_in_place(|| std::thread::sleep(Duration::from_millis(5)));
-                stream.write_all(vec![round; 10]).await.0.unwrap();
-                let (n, buf) = stream.read(Vec::with_capacity(10)).await;
+                stream.write_all_owned(vec![round; 10]).await.0.unwrap();
+                let (n, buf) = stream.read_owned(Vec::with_capacity(10)).await;
                 assert_eq!(n.unwrap(), 10);
                 assert_eq!(buf, vec![round; 10]);
             }
@@ -665,11 +667,36 @@ fn io_after_shutdown_is_an_error(backend: IoBackend) {
     // The objects outlive their runtime: using them is an error, not a hang.
     let other = runtime(backend, 1);
     other.block_on(async {
-        let (n, _) = client.read(Vec::with_capacity(8)).await;
+        let (n, _) = client.read_owned(Vec::with_capacity(8)).await;
         assert!(n.is_err());
         assert!(listener.accept().await.is_err());
     });
     drop(handle);
+}
+
+fn futures_extension_methods_are_not_shadowed(backend: IoBackend) {
+    // Ported code calls the futures extension traits' `read`/`write_all`
+    // with borrowed slices; the owned-buffer operations have names of their
+    // own, so these resolve to the traits' methods.
+    let rt = runtime(backend, 1);
+    rt.block_on(async {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let mut client = TcpStream::connect(listener.local_addr().unwrap())
+            .await
+            .unwrap();
+        let (mut server, _) = listener.accept().await.unwrap();
+        client.write_all(b"ported from tokio").await.unwrap();
+        client.flush().await.unwrap();
+        let mut buf = [0u8; 17];
+        server.read_exact(&mut buf).await.unwrap();
+        assert_eq!(&buf, b"ported from tokio");
+        let n = server.write(b"ok").await.unwrap();
+        assert_eq!(n, 2);
+        server.flush().await.unwrap();
+        let mut two = [0u8; 2];
+        let n = client.read(&mut two).await.unwrap();
+        assert!(n > 0);
+    });
 }
 
 fn incoming_and_split_halves_through_futures_io(backend: IoBackend) {
@@ -856,7 +883,8 @@ fn data_read_by_dropped_reads_lands_in_live_buffers(backend: IoBackend) {
                 made += 1;
                 let buf = Canary::new(&f, &fr);
                 // On a timeout the read is dropped in flight.
-                let read = fairlane::time::timeout(Duration::from_micros(900), server.read(buf));
+                let read =
+                    fairlane::time::timeout(Duration::from_micros(900), server.read_owned(buf));
                 if let Ok((n, mut buf)) = read.await {
                     buf.handed_back = true;
                     let n = n.unwrap();

@@ -108,9 +108,9 @@ fn tcp_accept_after_the_peer_reset(backend: IoBackend) {
         }
         let (stream, _) = served.expect("the good connection is accepted");
         good.write_all(b"ping").unwrap();
-        let (n, buf) = stream.read(Vec::with_capacity(16)).await;
+        let (n, buf) = stream.read_owned(Vec::with_capacity(16)).await;
         assert_eq!(&buf[..n.unwrap()], b"ping");
-        stream.write_all(b"pong".to_vec()).await.0.unwrap();
+        stream.write_all_owned(b"pong".to_vec()).await.0.unwrap();
         let mut reply = [0u8; 4];
         good.read_exact(&mut reply).unwrap();
         assert_eq!(&reply, b"pong");
@@ -156,12 +156,12 @@ fn unix_accept_after_the_peer_left(backend: IoBackend) {
 
         let (gone, addr) = listener.accept().await.expect("accept a gone peer");
         assert!(addr.is_unnamed(), "{addr:?}");
-        assert_eq!(gone.read(Vec::with_capacity(8)).await.0.unwrap(), 0);
+        assert_eq!(gone.read_owned(Vec::with_capacity(8)).await.0.unwrap(), 0);
 
         let (stream, addr) = listener.accept().await.expect("accept the next");
         assert!(addr.is_unnamed(), "{addr:?}");
         good.write_all(b"hi").unwrap();
-        let (n, buf) = stream.read(Vec::with_capacity(8)).await;
+        let (n, buf) = stream.read_owned(Vec::with_capacity(8)).await;
         assert_eq!(&buf[..n.unwrap()], b"hi");
     });
 }

@@ -23,9 +23,9 @@
 //!             fairlane::spawn(async move {
 //!                 let mut buf = Vec::with_capacity(1024);
 //!                 loop {
-//!                     let (n, b) = stream.read(buf).await;
+//!                     let (n, b) = stream.read_owned(buf).await;
 //!                     if !matches!(n, Ok(n) if n > 0) { break; }
-//!                     let (r, b) = stream.write_all(b).await;
+//!                     let (r, b) = stream.write_all_owned(b).await;
 //!                     if r.is_err() { break; }
 //!                     buf = b;
 //!                 }
@@ -33,8 +33,8 @@
 //!         }
 //!     });
 //!     let client = TcpStream::connect(addr).await?;
-//!     client.write_all("echo").await.0?;
-//!     let (n, buf) = client.read(Vec::with_capacity(16)).await;
+//!     client.write_all_owned("echo").await.0?;
+//!     let (n, buf) = client.read_owned(Vec::with_capacity(16)).await;
 //!     assert_eq!(&buf[..n?], b"echo");
 //!     Ok::<(), std::io::Error>(())
 //! })?;

@@ -249,13 +249,13 @@ impl fmt::Debug for TcpListener {
 ///     let addr = listener.local_addr()?;
 ///     fairlane::spawn(async move {
 ///         let (stream, _) = listener.accept().await.unwrap();
-///         let (n, buf) = stream.read(Vec::with_capacity(64)).await;
-///         let _ = stream.write_all(buf).await; // echo
+///         let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
+///         let _ = stream.write_all_owned(buf).await; // echo
 ///         n
 ///     });
 ///     let stream = TcpStream::connect(addr).await?;
-///     stream.write_all(b"ping".to_vec()).await.0?;
-///     let (n, buf) = stream.read(vec![0u8; 64]).await;
+///     stream.write_all_owned(b"ping".to_vec()).await.0?;
+///     let (n, buf) = stream.read_owned(vec![0u8; 64]).await;
 ///     assert_eq!(&buf[..n?], b"ping");
 ///     Ok::<(), std::io::Error>(())
 /// })?;
@@ -346,13 +346,13 @@ impl TcpStream {
     /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
     /// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
     /// # let (peer, _) = l.accept().await?;
-    /// # peer.write_all("hi").await.0?;
-    /// let (n, buf) = s.read(Vec::with_capacity(16)).await;
+    /// # peer.write_all_owned("hi").await.0?;
+    /// let (n, buf) = s.read_owned(Vec::with_capacity(16)).await;
     /// assert_eq!(buf.len(), n?);
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn read_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.recv(buf).await
     }
 
@@ -374,12 +374,12 @@ impl TcpStream {
     /// # rt.block_on(async {
     /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
     /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
-    /// let (n, _buf) = s.write(b"hello".to_vec()).await;
+    /// let (n, _buf) = s.write_owned(b"hello".to_vec()).await;
     /// assert!(n? > 0);
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.send(buf, 0).await
     }
 
@@ -393,7 +393,7 @@ impl TcpStream {
     /// Not cancel-safe in the way `write` is, as with tokio: dropped part
     /// way, it has sent a prefix of `buf` whose length is not reported (the
     /// stream itself keeps no hole or reordering; see
-    /// [`write`](Self::write)).
+    /// [`write`](Self::write_owned)).
     ///
     /// # Example
     /// ```
@@ -401,11 +401,11 @@ impl TcpStream {
     /// # rt.block_on(async {
     /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
     /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
-    /// s.write_all(vec![7u8; 1000]).await.0?;
+    /// s.write_all_owned(vec![7u8; 1000]).await.0?;
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         self.sock.send_all(buf).await
     }
 
@@ -419,7 +419,7 @@ impl TcpStream {
     /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
     /// s.shutdown(std::net::Shutdown::Write)?;
     /// let (peer, _) = l.accept().await?;
-    /// assert_eq!(peer.read(Vec::with_capacity(8)).await.0?, 0);
+    /// assert_eq!(peer.read_owned(Vec::with_capacity(8)).await.0?, 0);
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -507,7 +507,7 @@ impl TcpStream {
     /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
     /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
     /// let (read, write) = s.into_split();
-    /// fairlane::spawn(async move { write.write_all("x").await.0 });
+    /// fairlane::spawn(async move { write.write_all_owned("x").await.0 });
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
@@ -550,9 +550,9 @@ impl fmt::Debug for TcpStream {
 /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
 /// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
 /// # let (peer, _) = l.accept().await?;
-/// # peer.write_all("abc").await.0?;
+/// # peer.write_all_owned("abc").await.0?;
 /// let (read, _write) = s.into_split();
-/// let (n, buf) = read.read(Vec::with_capacity(8)).await;
+/// let (n, buf) = read.read_owned(Vec::with_capacity(8)).await;
 /// assert_eq!(&buf[..n?], b"abc");
 /// # Ok::<(), std::io::Error>(()) })?;
 /// # Ok::<(), std::io::Error>(())
@@ -563,14 +563,14 @@ pub struct OwnedReadHalf {
 }
 
 impl OwnedReadHalf {
-    /// As [`TcpStream::read`].
+    /// As [`TcpStream::read_owned`].
     ///
     /// # Example
     /// See [`OwnedReadHalf`].
     /// ```
-    /// async fn f(r: &fairlane::net::tcp::OwnedReadHalf) { let _ = r.read(vec![0u8; 8]).await; }
+    /// async fn f(r: &fairlane::net::tcp::OwnedReadHalf) { let _ = r.read_owned(vec![0u8; 8]).await; }
     /// ```
-    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn read_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.recv(buf).await
     }
 
@@ -596,11 +596,11 @@ impl OwnedReadHalf {
 /// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
 /// # let (peer, _) = l.accept().await?;
 /// let (_read, write) = s.into_split();
-/// write.write_all("abc").await.0?;
+/// write.write_all_owned("abc").await.0?;
 /// drop(write);
-/// let (n, buf) = peer.read(Vec::with_capacity(8)).await;
+/// let (n, buf) = peer.read_owned(Vec::with_capacity(8)).await;
 /// assert_eq!(&buf[..n?], b"abc");
-/// assert_eq!(peer.read(Vec::with_capacity(8)).await.0?, 0);
+/// assert_eq!(peer.read_owned(Vec::with_capacity(8)).await.0?, 0);
 /// # Ok::<(), std::io::Error>(()) })?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
@@ -610,24 +610,24 @@ pub struct OwnedWriteHalf {
 }
 
 impl OwnedWriteHalf {
-    /// As [`TcpStream::write`].
+    /// As [`TcpStream::write_owned`].
     ///
     /// # Example
     /// ```
-    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write("x").await; }
+    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write_owned("x").await; }
     /// ```
-    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.send(buf, 0).await
     }
 
-    /// As [`TcpStream::write_all`].
+    /// As [`TcpStream::write_all_owned`].
     ///
     /// # Example
     /// See [`OwnedWriteHalf`].
     /// ```
-    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write_all("x").await; }
+    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write_all_owned("x").await; }
     /// ```
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         self.sock.send_all(buf).await
     }
 }

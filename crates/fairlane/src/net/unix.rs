@@ -26,8 +26,8 @@ use crate::io::{IoBuf, IoBufMut};
 ///     let listener = UnixListener::bind(&path)?;
 ///     let client = UnixStream::connect(&path).await?;
 ///     let (server, _) = listener.accept().await?;
-///     client.write_all("hi").await.0?;
-///     let (n, buf) = server.read(Vec::with_capacity(8)).await;
+///     client.write_all_owned("hi").await.0?;
+///     let (n, buf) = server.read_owned(Vec::with_capacity(8)).await;
 ///     assert_eq!(&buf[..n?], b"hi");
 ///     Ok::<(), std::io::Error>(())
 /// })?;
@@ -171,7 +171,7 @@ impl fmt::Debug for UnixListener {
 /// See [`UnixListener`].
 /// ```
 /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
-///     let (n, _buf) = s.read(Vec::with_capacity(64)).await;
+///     let (n, _buf) = s.read_owned(Vec::with_capacity(64)).await;
 ///     n
 /// }
 /// ```
@@ -209,35 +209,35 @@ impl UnixStream {
         Ok(UnixStream::from_socket(sock))
     }
 
-    /// As [`TcpStream::read`](super::TcpStream::read).
+    /// As [`TcpStream::read_owned`](super::TcpStream::read_owned).
     ///
     /// # Example
     /// See [`UnixListener`].
     /// ```
-    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.read(vec![0u8; 8]).await; }
+    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.read_owned(vec![0u8; 8]).await; }
     /// ```
-    pub async fn read<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn read_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.recv(buf).await
     }
 
-    /// As [`TcpStream::write`](super::TcpStream::write).
+    /// As [`TcpStream::write_owned`](super::TcpStream::write_owned).
     ///
     /// # Example
     /// ```
-    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write("x").await; }
+    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write_owned("x").await; }
     /// ```
-    pub async fn write<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.send(buf, 0).await
     }
 
-    /// As [`TcpStream::write_all`](super::TcpStream::write_all).
+    /// As [`TcpStream::write_all_owned`](super::TcpStream::write_all_owned).
     ///
     /// # Example
     /// See [`UnixListener`].
     /// ```
-    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write_all("x").await; }
+    /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write_all_owned("x").await; }
     /// ```
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         self.sock.send_all(buf).await
     }
 
