@@ -551,10 +551,8 @@ impl<H: Host> Cluster<H> {
 
     /// Spawns `future`; it is queued at once (on the current processor's
     /// lanes when called from one). `None` from the handle means the task
-    /// was aborted or cancelled by shutdown. After shutdown the task is
-    /// never polled: its future is dropped by [`cancel_all`](Self::cancel_all)
-    /// (at once if that has run already) and the handle reports
-    /// cancellation.
+    /// was aborted or cancelled by shutdown. After shutdown the future is
+    /// dropped at once, never polled, and the handle reports cancellation.
     pub fn spawn<F>(self: &Arc<Self>, future: F) -> TaskHandle<F::Output, H>
     where
         F: Future + Send + 'static,
@@ -687,7 +685,14 @@ impl<H: Host> Cluster<H> {
             (*meta.registration.get()).entry = (key as u64) << SHARD_BITS | shard as u64;
         }
         let meta = NonNull::from(meta);
-        runnable.schedule();
+        if self.is_shut_down() {
+            // Not a wake: the spawner can take the drop here, and learns at
+            // once that the cluster is closed (its handle is finished). A
+            // shutdown that begins after this check buries the task instead.
+            end_task(runnable);
+        } else {
+            runnable.schedule();
+        }
         Ok(TaskHandle {
             task: Some(task.fallible()),
             meta,
@@ -787,9 +792,9 @@ impl<H: Host> Cluster<H> {
     /// told to [`cancel`](Cancellable::cancel)) and its handle resolves.
     /// Dropping one future can wake others: they join the graveyard and are
     /// ended in turn, here, never inside the wake. Once nothing is left the
-    /// graveyard closes: a task woken into this cluster later (one spawned
-    /// after shutdown, one polled by a thread that outlived it) is ended at
-    /// once, by whoever wakes it.
+    /// graveyard closes: a task woken into this cluster later (one polled
+    /// by a thread that outlived the shutdown) is ended at once, by whoever
+    /// wakes it.
     ///
     /// Parked tasks are found in this cluster's registry, which holds the
     /// tasks spawned here, also those that moved to another cluster

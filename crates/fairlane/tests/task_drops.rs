@@ -84,6 +84,40 @@ fn panicked_with(result: Result<impl std::fmt::Debug, JoinError>) -> String {
     panic_message(&*err.into_panic())
 }
 
+/// A `tracing` subscriber that keeps the `panic` field of every warning.
+#[derive(Clone, Default)]
+struct Warnings(Arc<Mutex<Vec<String>>>);
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct PanicField(Option<String>);
+        impl tracing::field::Visit for PanicField {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "panic" {
+                    self.0 = Some(format!("panic={value:?}"));
+                }
+            }
+        }
+        if *event.metadata().level() == tracing::Level::WARN {
+            let mut panic = PanicField(None);
+            event.record(&mut panic);
+            if let Some(panic) = panic.0 {
+                self.0.lock().unwrap().push(panic);
+            }
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
 macro_rules! on_both_backends {
     ($($name:ident),* $(,)?) => {
         mod io_uring {
@@ -234,7 +268,16 @@ fn shutdown_with_panicking_destructors_cancels_the_others(backend: IoBackend) {
             }));
             parked.wait_blocking();
         }
-        drop(rt);
+        // The canceller is this thread: what it reports is seen here.
+        let warnings = Warnings::default();
+        tracing::subscriber::with_default(warnings.clone(), || drop(rt));
+        let mut reported = warnings.0.lock().unwrap().clone();
+        reported.sort();
+        assert_eq!(
+            reported,
+            ["panic=\"first\"", "panic=\"woken during shutdown\""],
+            "each destructor's panic is reported once, through tracing"
+        );
         assert_eq!(dropped.load(Ordering::SeqCst), OTHERS);
         assert_eq!(panicked_with(join(first)), "first");
         assert_eq!(panicked_with(join(receiver)), "woken during shutdown");
