@@ -611,7 +611,8 @@ pub struct JoinHandle<T> {
 impl<T> JoinHandle<T> {
     /// Aborts the task: it is not polled again and its future is dropped. A
     /// task that already completed keeps its output; awaiting an aborted one
-    /// gives a [`JoinError`] for which `is_cancelled()` holds.
+    /// gives a [`JoinError`] for which `is_cancelled()` holds (`is_panic()`
+    /// if the future panicked when dropped).
     ///
     /// # Example
     /// ```
@@ -720,6 +721,13 @@ impl fmt::Debug for AbortHandle {
 
 /// Why a task produced no output: it panicked, or it was cancelled (aborted,
 /// or dropped by runtime shutdown).
+///
+/// A future that panics when it is dropped is a panicking task too, whenever
+/// it is dropped: once it completed (as in tokio, its output is then
+/// discarded), once it panicked in `poll` (the error carries the poll's
+/// panic), or when it is aborted or cancelled by shutdown. Such a panic
+/// never ends the process, and the runtime reports it as a `tracing`
+/// warning.
 ///
 /// # Example
 /// ```
