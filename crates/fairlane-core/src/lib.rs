@@ -73,7 +73,8 @@ pub mod loom_lane {
 }
 pub use scheduler::{PushError, RemoveError, Scheduler};
 pub use task::{
-    AbortHandle, AffinityError, Cluster, SpawnOptions, TaskHandle, TaskMeta, TasksFinished,
+    AbortHandle, AffinityError, Cancellable, Cluster, SpawnOptions, TaskHandle, TaskMeta,
+    TasksFinished,
 };
 
 /// The scheduler's tunables. Start from [`Config::new`].

@@ -140,8 +140,9 @@ impl<H: Host> core::fmt::Debug for TaskMeta<H> {
 }
 
 /// The schedule function of every task: a zero-sized function item (see
-/// [`TaskMeta::cluster`]). A closed cluster hands the runnable back, and
-/// dropping it drops the future (cancels the task).
+/// [`TaskMeta::cluster`]). A closed cluster hands the runnable back, and it
+/// goes to the cluster's graveyard ([`Cluster::bury`]): a wake never drops
+/// a future itself.
 fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
     let meta = runnable.metadata();
     if meta.restricted.load(Ordering::Relaxed) {
@@ -155,14 +156,18 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         // runnable (and with it `meta`) may already be another processor's.
         let cluster = unsafe { &*cluster };
         let priority = meta.priority;
-        drop(cluster.sched.push_local(p, runnable, priority));
+        if let Err(runnable) = cluster.sched.push_local(p, runnable, priority) {
+            cluster.bury(runnable);
+        }
     } else {
         // Outside a processor nothing else is known to keep the cluster alive
         // once the runnable is queued: hold a reference across the push.
         let preferred = meta.preferred();
         let cluster = meta.cluster().clone();
         let priority = meta.priority;
-        drop(cluster.sched.push_remote(runnable, preferred, priority));
+        if let Err(runnable) = cluster.sched.push_remote(runnable, preferred, priority) {
+            cluster.bury(runnable);
+        }
     }
 }
 
@@ -182,8 +187,8 @@ fn schedule_restricted<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         return schedule(runnable);
     };
     match cluster.sched.push_restricted(runnable, &allowed, preferred) {
-        // A closed cluster: dropping the runnable cancels the task.
-        Ok(()) | Err(PushError::Closed(_)) => {}
+        Ok(()) => {}
+        Err(PushError::Closed(runnable)) => cluster.bury(runnable),
         Err(PushError::NoneAllowed(runnable)) => {
             let meta = runnable.metadata();
             meta.affinity.lock().with(|a| *a = None);
@@ -362,6 +367,16 @@ pub struct Cluster<H: Host> {
     /// task that finishes wakes `drain_waiter`.
     draining: AtomicBool,
     drain_waiter: SpinLock<Option<Waker>>,
+    /// Tasks woken after `shutdown`, waiting for `cancel_all` to drop their
+    /// futures (see [`bury`](Self::bury)).
+    graveyard: SpinLock<Graveyard<H>>,
+}
+
+/// Runnables handed back by the closed scheduler, until `cancel_all` ends
+/// them; closed by `cancel_all` once it has ended every task.
+struct Graveyard<H: Host> {
+    open: bool,
+    tasks: Vec<Runnable<TaskMeta<H>>>,
 }
 
 impl<H: Host> Cluster<H> {
@@ -390,6 +405,10 @@ impl<H: Host> Cluster<H> {
                 .collect(),
             draining: AtomicBool::new(false),
             drain_waiter: SpinLock::new(None),
+            graveyard: SpinLock::new(Graveyard {
+                open: true,
+                tasks: Vec::new(),
+            }),
         }))
     }
 
@@ -539,7 +558,7 @@ impl<H: Host> Cluster<H> {
     /// Spawns `future`; it is queued at once (on the current processor's
     /// lanes when called from one). `None` from the handle means the task
     /// was aborted or cancelled by shutdown. After shutdown the future is
-    /// dropped at once and the handle reports cancellation.
+    /// dropped at once, never polled, and the handle reports cancellation.
     pub fn spawn<F>(self: &Arc<Self>, future: F) -> TaskHandle<F::Output, H>
     where
         F: Future + Send + 'static,
@@ -560,6 +579,60 @@ impl<H: Host> Cluster<H> {
     ) -> Result<TaskHandle<F::Output, H>, AffinityError>
     where
         F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        self.spawn_cancellable(NoCancelOutput(future), options)
+    }
+
+    /// [`spawn_with`](Self::spawn_with) for a future that ends its task
+    /// itself when the task is aborted or cancelled by shutdown: instead of
+    /// being polled again it is told to [`cancel`](Cancellable::cancel), and
+    /// what that returns is the task's output.
+    ///
+    /// # Example
+    /// ```
+    /// # use core::sync::atomic::{AtomicU64, Ordering};
+    /// # struct H(AtomicU64);
+    /// # unsafe impl fairlane_core::Host for H {
+    /// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+    /// #     fn current_processor(&self) -> Option<usize> { None }
+    /// #     fn park(&self, _: usize) {}
+    /// #     fn unpark(&self, _: usize) {}
+    /// # }
+    /// use core::future::Future;
+    /// use core::pin::Pin;
+    /// use core::task::{Context, Poll};
+    /// use fairlane_core::{Cancellable, Cluster, Config, SpawnOptions};
+    ///
+    /// /// Never finishes on its own; says "cancelled" when cancelled.
+    /// struct Forever;
+    /// impl Future for Forever {
+    ///     type Output = &'static str;
+    ///     fn poll(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<&'static str> {
+    ///         Poll::Pending
+    ///     }
+    /// }
+    /// impl Cancellable for Forever {
+    ///     fn cancel(self: Pin<&mut Self>) -> Option<&'static str> {
+    ///         Some("cancelled")
+    ///     }
+    /// }
+    ///
+    /// let cluster = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// let task = cluster.spawn_cancellable(Forever, SpawnOptions::default()).unwrap();
+    /// cluster.shutdown(); // no processor ever ran: the task is still queued
+    /// cluster.cancel_all();
+    /// let mut task = core::pin::pin!(task);
+    /// let mut cx = Context::from_waker(core::task::Waker::noop());
+    /// assert_eq!(task.as_mut().poll(&mut cx), Poll::Ready(Some("cancelled")));
+    /// ```
+    pub fn spawn_cancellable<F>(
+        self: &Arc<Self>,
+        future: F,
+        options: SpawnOptions,
+    ) -> Result<TaskHandle<F::Output, H>, AffinityError>
+    where
+        F: Cancellable + Send + 'static,
         F::Output: Send + 'static,
     {
         let SpawnOptions {
@@ -618,7 +691,14 @@ impl<H: Host> Cluster<H> {
             (*meta.registration.get()).entry = (key as u64) << SHARD_BITS | shard as u64;
         }
         let meta = NonNull::from(meta);
-        runnable.schedule();
+        if self.is_shut_down() {
+            // Not a wake: the spawner can take the drop here, and learns at
+            // once that the cluster is closed (its handle is finished). A
+            // shutdown that begins after this check buries the task instead.
+            end_task(runnable);
+        } else {
+            runnable.schedule();
+        }
         Ok(TaskHandle {
             task: Some(task.fallible()),
             meta,
@@ -698,7 +778,9 @@ impl<H: Host> Cluster<H> {
     }
 
     /// Stops the processors: each returns from `run_processor` after the poll
-    /// it is in. Tasks woken from now on are cancelled instead of queued.
+    /// it is in. Tasks woken from now on are not queued: they wait, not
+    /// polled again, for [`cancel_all`](Self::cancel_all) to drop their
+    /// futures.
     pub fn shutdown(&self) {
         self.sched.close();
     }
@@ -708,21 +790,67 @@ impl<H: Host> Cluster<H> {
         self.sched.is_closed()
     }
 
-    /// After `shutdown` and once the processors have returned: drops the
-    /// future of every task still alive, on the calling thread. Queued tasks
-    /// are dropped from the lanes; parked ones are aborted, which wakes them
-    /// into the closed queue, which drops them.
+    /// After `shutdown` and once the processors have returned: ends every
+    /// task still alive, on the calling thread. Queued tasks are taken from
+    /// the lanes; parked ones are aborted, which wakes them into the closed
+    /// scheduler, which hands them to the cluster's graveyard. Each is then
+    /// run once, aborted: its future is dropped (a [`Cancellable`] one is
+    /// told to [`cancel`](Cancellable::cancel)) and its handle resolves.
+    /// Dropping one future can wake others: they join the graveyard and are
+    /// ended in turn, here, never inside the wake. Once nothing is left the
+    /// graveyard closes: a task woken into this cluster later (one polled
+    /// by a thread that outlived the shutdown) is ended at once, by whoever
+    /// wakes it.
     ///
     /// Parked tasks are found in this cluster's registry, which holds the
     /// tasks spawned here, also those that moved to another cluster
     /// ([`migrate_current`](Self::migrate_current)), and not those that
     /// moved here. A host whose tasks move between clusters shuts every
-    /// one of them down before it cancels any, then cancels them all (a
-    /// cancelled task that moved is woken into its closed cluster, which
-    /// drops it).
+    /// one of them down, then cancels them together with
+    /// [`cancel_all_of`](Self::cancel_all_of).
     pub fn cancel_all(&self) {
-        let queued = self.sched.drain();
-        drop(queued);
+        self.cancel_tasks();
+        self.close_graveyard();
+    }
+
+    /// [`cancel_all`](Self::cancel_all) for several clusters between which
+    /// tasks may have moved, all shut down: a cancelled task that moved is
+    /// woken into its own cluster's graveyard, so every graveyard stays open
+    /// until every cluster has cancelled its tasks.
+    ///
+    /// # Example
+    /// ```
+    /// # use core::sync::atomic::{AtomicU64, Ordering};
+    /// # struct H(AtomicU64);
+    /// # unsafe impl fairlane_core::Host for H {
+    /// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+    /// #     fn current_processor(&self) -> Option<usize> { None }
+    /// #     fn park(&self, _: usize) {}
+    /// #     fn unpark(&self, _: usize) {}
+    /// # }
+    /// use fairlane_core::{Cluster, Config};
+    /// let a = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// let b = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// let tasks = [a.spawn(async {}), b.spawn(async {})];
+    /// a.shutdown();
+    /// b.shutdown();
+    /// Cluster::cancel_all_of(&[&*a, &*b]);
+    /// assert!(tasks.iter().all(|t| t.is_finished()));
+    /// ```
+    pub fn cancel_all_of(clusters: &[&Self]) {
+        for cluster in clusters {
+            cluster.cancel_tasks();
+        }
+        for cluster in clusters {
+            cluster.close_graveyard();
+        }
+    }
+
+    /// Ends every task of the cluster, leaving the graveyard open.
+    fn cancel_tasks(&self) {
+        for runnable in self.sched.drain() {
+            end_task(runnable);
+        }
         for shard in self.registry.iter() {
             // The wakers are cloned under the shard's lock, which keeps every
             // entry's task alive (see `Entry`), and woken after it.
@@ -742,7 +870,58 @@ impl<H: Host> Cluster<H> {
                 waker.wake();
             }
         }
-        drop(self.sched.drain());
+        // The closed scheduler queues nothing more, but a processor thread
+        // may have pushed before it saw the close.
+        for runnable in self.sched.drain() {
+            end_task(runnable);
+        }
+        while let Some(buried) = self
+            .graveyard
+            .lock()
+            .with(|g| (!g.tasks.is_empty()).then(|| core::mem::take(&mut g.tasks)))
+        {
+            // Outside the lock: ending a task can wake (bury) others.
+            for runnable in buried {
+                end_task(runnable);
+            }
+        }
+    }
+
+    /// Ends what is left in the graveyard, and closes it once it is empty.
+    fn close_graveyard(&self) {
+        while let Some(buried) = self.graveyard.lock().with(|g| {
+            if g.tasks.is_empty() {
+                g.open = false;
+                None
+            } else {
+                Some(core::mem::take(&mut g.tasks))
+            }
+        }) {
+            for runnable in buried {
+                end_task(runnable);
+            }
+        }
+    }
+
+    /// Takes a task that the closed scheduler handed back. Its future is
+    /// not dropped here: this runs inside a wake, and the waker may be
+    /// called with a lock held that the future's destructor takes (a channel
+    /// closed by its last sender's drop wakes its receivers under the lock
+    /// their listeners take when dropped). `cancel_all` ends it. Once the
+    /// graveyard is closed nobody would, so the task is ended at once.
+    #[cold]
+    fn bury(&self, runnable: Runnable<TaskMeta<H>>) {
+        let late = self.graveyard.lock().with(|g| {
+            if g.open {
+                g.tasks.push(runnable);
+                None
+            } else {
+                Some(runnable)
+            }
+        });
+        if let Some(runnable) = late {
+            end_task(runnable);
+        }
     }
 
     /// Number of tasks spawned and not yet completed or dropped.
@@ -779,6 +958,21 @@ impl<H: Host> Cluster<H> {
     pub fn counters(&self, p: usize) -> ProcessorCounters {
         self.sched.counters(p)
     }
+}
+
+/// Runs a task of a cancelled cluster once, aborted: the poll drops its
+/// future (or lets it [`cancel`](Cancellable::cancel)) and completes the
+/// task, so its handle resolves with what the future's `cancel` returned.
+/// A task dropped without running would drop its future inside the cell,
+/// where nothing can report what the future's destructor does.
+fn end_task<H: Host>(runnable: Runnable<TaskMeta<H>>) {
+    // Release pairs with the Acquire in `Supervised::poll`, as `abort`'s.
+    runnable
+        .metadata()
+        .state
+        .aborted
+        .store(true, Ordering::Release);
+    runnable.run();
 }
 
 /// Removes a task from its cluster's registry, and marks it finished, when
@@ -871,18 +1065,59 @@ struct Supervised<F, H: Host> {
     slot: RegistrySlot<H>,
 }
 
-impl<F: Future, H: Host> Future for Supervised<F, H> {
+impl<F: Cancellable, H: Host> Future for Supervised<F, H> {
     type Output = Option<F::Output>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // Acquire pairs with the Release in `TaskState::abort`.
-        if self.slot.state().aborted.load(Ordering::Acquire) {
-            return Poll::Ready(None);
-        }
+        // Acquire pairs with the Release in `TaskState::abort` (and in
+        // `end_task`, `AbortHandle::abort` and `cancel_all`).
+        let aborted = self.slot.state().aborted.load(Ordering::Acquire);
         // SAFETY: `future` is structurally pinned: it is never moved out of
         // `self`, and `Supervised` has no `Unpin` impl or `Drop` that moves it.
         let future = unsafe { self.map_unchecked_mut(|s| &mut s.future) };
+        if aborted {
+            return Poll::Ready(future.cancel());
+        }
         future.poll(cx).map(Some)
+    }
+}
+
+/// A task's future that ends its task itself when the task is aborted or
+/// cancelled by shutdown (see [`Cluster::spawn_cancellable`]).
+///
+/// The std runtime's tasks use it to drop the user's future where a panic
+/// in its destructor can be caught and reported through the task's handle:
+/// a future left for the task cell to drop is dropped where such a panic
+/// aborts the process.
+///
+/// # Example
+/// See [`Cluster::spawn_cancellable`].
+pub trait Cancellable: Future {
+    /// Called once, instead of a poll, when the task has been aborted or
+    /// its cluster cancelled; the future is not polled again, and is
+    /// dropped afterwards. `Some` is the task's output; `None` reports the
+    /// task cancelled.
+    fn cancel(self: Pin<&mut Self>) -> Option<Self::Output>;
+}
+
+/// A plain future as a [`Cancellable`] one: cancelling it gives no output,
+/// and the task drops it.
+struct NoCancelOutput<F>(F);
+
+impl<F: Future> Future for NoCancelOutput<F> {
+    type Output = F::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        // SAFETY: the field is structurally pinned: never moved out, and the
+        // wrapper has no `Drop` or `Unpin` impl of its own.
+        unsafe { self.map_unchecked_mut(|s| &mut s.0) }.poll(cx)
+    }
+}
+
+impl<F: Future> Cancellable for NoCancelOutput<F> {
+    fn cancel(self: Pin<&mut Self>) -> Option<F::Output> {
+        None
     }
 }
 

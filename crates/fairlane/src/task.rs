@@ -5,6 +5,7 @@
 use std::any::Any;
 use std::fmt;
 use std::future::Future;
+use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::sync::Arc;
@@ -416,7 +417,7 @@ where
     F::Output: Send + 'static,
 {
     Ok(JoinHandle {
-        inner: cluster.spawn_with(CatchUnwind(future), options)?,
+        inner: cluster.spawn_cancellable(CatchUnwind::new(future), options)?,
         name: None,
     })
 }
@@ -461,21 +462,136 @@ impl Future for YieldNow {
     }
 }
 
-/// Polls the user's future inside `catch_unwind`, so that a panicking task
-/// becomes a [`JoinError`] and its processor keeps running.
-struct CatchUnwind<F>(F);
+/// The user's future, polled inside `catch_unwind` so that a panicking task
+/// becomes a [`JoinError`] and its processor keeps running, and dropped
+/// inside `catch_unwind` too, as soon as the task is done (it completed,
+/// panicked, or was aborted or cancelled by shutdown): the task cell would
+/// drop it where a panicking destructor aborts the process.
+///
+/// A destructor's panic is reported as a `tracing` warning and given to the
+/// task's handle as the task's panic, as in tokio: the output of a future
+/// that completed and then panicked when dropped is discarded. Of a future
+/// that panicked in `poll` and again when dropped, the handle gets the
+/// poll's panic.
+struct CatchUnwind<F> {
+    /// Dropped in place once `live` is false.
+    future: ManuallyDrop<F>,
+    live: bool,
+}
+
+impl<F> CatchUnwind<F> {
+    fn new(future: F) -> Self {
+        Self {
+            future: ManuallyDrop::new(future),
+            live: true,
+        }
+    }
+
+    /// Drops the user's future in place (once; later calls do nothing),
+    /// catching a panic in its destructor.
+    fn drop_future(self: Pin<&mut Self>) -> Result<(), Panic> {
+        // SAFETY: the future is only dropped in place here, never moved.
+        let this = unsafe { self.get_unchecked_mut() };
+        if !this.live {
+            return Ok(());
+        }
+        // Cleared first: a destructor that panics has still dropped the
+        // future (the rest of its drop glue runs while unwinding), so it
+        // must not be dropped again.
+        this.live = false;
+        // SAFETY: `live` was set, so the future was not dropped yet, and it
+        // is not used again. Dropping in place keeps the pinning promise.
+        catch_unwind(AssertUnwindSafe(|| unsafe {
+            ManuallyDrop::drop(&mut this.future)
+        }))
+    }
+}
+
+/// Reports a panic of a task future's destructor.
+fn report_drop_panic(panic: &Panic, when: &'static str) {
+    tracing::warn!(
+        panic = panic_text(panic),
+        "a task's future panicked while being dropped ({when}); the task's JoinHandle reports \
+         the panic"
+    );
+}
+
+/// The message of a panic payload, for diagnostics.
+fn panic_text(panic: &Panic) -> &str {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s
+    } else {
+        "<not a string>"
+    }
+}
+
+/// Drops `value`, a task's discarded output or a second panic payload,
+/// without letting a panic in its destructor out.
+fn drop_quietly<T>(value: T) {
+    if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(value))) {
+        // A payload that panics when dropped would go on for ever.
+        std::mem::forget(panic);
+    }
+}
 
 impl<F: Future> Future for CatchUnwind<F> {
     type Output = Result<F::Output, Panic>;
 
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        // SAFETY: the inner future is structurally pinned: it is never moved
-        // out of `self`, and `CatchUnwind` implements neither `Unpin` nor `Drop`.
-        let future = unsafe { self.map_unchecked_mut(|s| &mut s.0) };
-        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Pending) => Poll::Pending,
-            Ok(Poll::Ready(value)) => Poll::Ready(Ok(value)),
-            Err(panic) => Poll::Ready(Err(panic)),
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        // SAFETY: only a projection: the future is structurally pinned (never
+        // moved out of `self`; dropped in place by `drop_future`).
+        let this = unsafe { self.as_mut().get_unchecked_mut() };
+        // The task is polled until it completes, never after; `live` is
+        // cleared only when it completes (or is cancelled, after which it is
+        // not polled either). A plain branch, no atomic.
+        assert!(this.live, "a task's future polled after it finished");
+        // SAFETY: as above; `live` says the future is still there.
+        let future = unsafe { Pin::new_unchecked(&mut *this.future) };
+        let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Pending) => return Poll::Pending,
+            Ok(Poll::Ready(value)) => Ok(value),
+            Err(panic) => Err(panic),
+        };
+        // Done: drop the future now, where a panicking destructor is caught.
+        Poll::Ready(match (self.drop_future(), result) {
+            (Ok(()), result) => result,
+            (Err(panic), Ok(value)) => {
+                report_drop_panic(&panic, "after it completed");
+                drop_quietly(value);
+                Err(panic)
+            }
+            (Err(second), Err(panic)) => {
+                report_drop_panic(&second, "after its poll panicked");
+                drop_quietly(second);
+                Err(panic)
+            }
+        })
+    }
+}
+
+impl<F: Future> fairlane_core::Cancellable for CatchUnwind<F> {
+    fn cancel(self: Pin<&mut Self>) -> Option<Self::Output> {
+        match self.drop_future() {
+            Ok(()) => None,
+            Err(panic) => {
+                report_drop_panic(&panic, "cancelled");
+                Some(Err(panic))
+            }
+        }
+    }
+}
+
+impl<F> Drop for CatchUnwind<F> {
+    fn drop(&mut self) {
+        // The task cell drops a future it never polled to its end only when
+        // its runnable is dropped unrun (a cluster dropped without being
+        // cancelled): no handle can get the panic then.
+        // SAFETY: `self` is not moved again (it is being dropped).
+        if let Err(panic) = unsafe { Pin::new_unchecked(self) }.drop_future() {
+            report_drop_panic(&panic, "dropped by the task cell");
+            drop_quietly(panic);
         }
     }
 }
@@ -498,7 +614,8 @@ pub struct JoinHandle<T> {
 impl<T> JoinHandle<T> {
     /// Aborts the task: it is not polled again and its future is dropped. A
     /// task that already completed keeps its output; awaiting an aborted one
-    /// gives a [`JoinError`] for which `is_cancelled()` holds.
+    /// gives a [`JoinError`] for which `is_cancelled()` holds (`is_panic()`
+    /// if the future panicked when dropped).
     ///
     /// # Example
     /// ```
@@ -607,6 +724,13 @@ impl fmt::Debug for AbortHandle {
 
 /// Why a task produced no output: it panicked, or it was cancelled (aborted,
 /// or dropped by runtime shutdown).
+///
+/// A future that panics when it is dropped is a panicking task too, whenever
+/// it is dropped: once it completed (as in tokio, its output is then
+/// discarded), once it panicked in `poll` (the error carries the poll's
+/// panic), or when it is aborted or cancelled by shutdown. Such a panic
+/// never ends the process, and the runtime reports it as a `tracing`
+/// warning.
 ///
 /// # Example
 /// ```

@@ -338,11 +338,15 @@ fn shut_down(handle: &Handle, timeout: Option<Duration>) {
     // Threads still in a task after the deadline are detached; they exit
     // after its poll.
     shared.threads.join_all(deadline);
-    // Every cluster is closed before any is cancelled: a cancelled task
-    // that migrated is dropped by the closed cluster it is woken into.
-    for entry in shared.clusters.iter() {
-        entry.cluster.cancel_all();
-    }
+    // Every cluster is closed before any is cancelled, and they are
+    // cancelled together: a cancelled task that migrated is woken into the
+    // graveyard of the cluster it moved to, and dropped from there.
+    let clusters: Vec<&CoreCluster<StdHost>> = shared
+        .clusters
+        .iter()
+        .map(|entry| &*entry.cluster)
+        .collect();
+    CoreCluster::cancel_all_of(&clusters);
     // After the tasks: a job whose task is gone is skipped, and the
     // jobs still running are waited for (within the deadline).
     shared.blocking.shutdown(deadline);
