@@ -13,7 +13,7 @@ use fairlane_core::{Config, Host, Scheduler};
 use std::cell::Cell;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};
-use loom::sync::{Arc, Mutex};
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread::{self, Thread};
 
 loom::thread_local! {
@@ -29,6 +29,9 @@ struct LoomHost {
     /// Run by the first `park`, which then returns, as the std host's park
     /// returns after reaping an I/O completion or a timer that woke a task.
     on_park: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Where set, counts the calls of `park` that block, so that a model can
+    /// wait until its processors sleep.
+    parks: Option<Count>,
 }
 
 impl LoomHost {
@@ -36,6 +39,7 @@ impl LoomHost {
         Self {
             threads: Mutex::new(vec![None; processors]),
             on_park: Mutex::new(None),
+            parks: None,
         }
     }
 
@@ -60,7 +64,12 @@ unsafe impl Host for LoomHost {
         let event = self.on_park.lock().unwrap().take();
         match event {
             Some(event) => event(),
-            None => thread::park(),
+            None => {
+                if let Some(parks) = &self.parks {
+                    parks.add();
+                }
+                thread::park();
+            }
         }
     }
 
@@ -167,6 +176,113 @@ fn idle_sleep_lone_processor_pushes_from_inside_its_park() {
     model(|| outside_pushes_race_sleepers(1, &[(1, None)], &[2]));
 }
 
+/// A counter that threads of the model can wait on.
+struct Count {
+    n: Mutex<usize>,
+    changed: Condvar,
+}
+
+impl Count {
+    fn new() -> Self {
+        Self {
+            n: Mutex::new(0),
+            changed: Condvar::new(),
+        }
+    }
+
+    /// Adds one; returns the new value.
+    fn add(&self) -> usize {
+        let mut n = self.n.lock().unwrap();
+        *n += 1;
+        self.changed.notify_all();
+        *n
+    }
+
+    /// Blocks until the count is at least `k`.
+    fn wait_for(&self, k: usize) {
+        let mut n = self.n.lock().unwrap();
+        while *n < k {
+            n = self.changed.wait(n).unwrap();
+        }
+    }
+
+    fn get(&self) -> usize {
+        *self.n.lock().unwrap()
+    }
+}
+
+/// Like `processor`, but the item taken is a task that runs until all
+/// `total` items have been taken: the processor stays busy and does not come
+/// back to `next` for the others, so each item needs a processor of its own.
+fn busy_processor(sched: &Scheduler<u32, LoomHost>, p: usize, taken: &Count, total: usize) {
+    sched.host().register(p);
+    if sched.start(p) {
+        while let Some(_item) = sched.next(p) {
+            if taken.add() == total {
+                sched.close();
+            } else {
+                taken.wait_for(total);
+            }
+        }
+    }
+    sched.finish(p, true);
+}
+
+/// `processors` processors go to sleep one after the other (processor 0
+/// first, so the last one is on top of the idle list); then this thread
+/// pushes `pushes` from outside, and each processor stays busy with the
+/// first item it takes until all are taken. With as many items as
+/// processors, a run ends only if every processor is woken for an item of
+/// its own; one left asleep with an item queued is a deadlock loom reports.
+/// Letting the processors sleep first keeps the model small enough for a
+/// preemption bound of 2: the race that matters is between the pushes and
+/// the processors they wake, not the ones before the first sleep (the
+/// models above cover those).
+fn busy_processors_race_sleepers(processors: usize, pushes: &'static [(u32, Option<usize>)]) {
+    let mut host = LoomHost::new(processors);
+    host.parks = Some(Count::new());
+    let sched = Arc::new(Scheduler::new(config(processors), host).unwrap());
+    let taken = Arc::new(Count::new());
+    let total = pushes.len();
+    let parks = sched.host().parks.as_ref().unwrap();
+    let workers: Vec<_> = (0..processors)
+        .map(|p| {
+            let (sched, taken) = (sched.clone(), taken.clone());
+            let worker = thread::spawn(move || busy_processor(&sched, p, &taken, total));
+            parks.wait_for(p + 1);
+            worker
+        })
+        .collect();
+    for &(item, preferred) in pushes {
+        sched.push(item, preferred).unwrap();
+    }
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(taken.get(), total, "an item was handed out twice or lost");
+}
+
+/// Two pushes onto different lanes race two sleepers, and the processor
+/// that takes an item stays busy with it. Both pushes fill their lane and
+/// notify, but the second may read `top` while it still names the processor
+/// the first one woke (an absorbed wake): only that processor, leaving the
+/// idle list and finding the other item still visible, can wake the second
+/// sleeper (idle.md, step 6, the hand-over rule).
+///
+/// Mutations this model catches (each applied to `src/scheduler.rs` and
+/// seen to fail with a deadlock in well under a second, at preemption bound
+/// 1 as at 2): deleting the hand-over in `Scheduler::found`
+/// (`if handing_over && any_visible() { notify_one }`), and deleting the
+/// `fence(SeqCst)` after `Idle::retract` in `Scheduler::next`. Neither
+/// fails any other model in this file. It runs at bound 2 (about a second;
+/// bound 3 takes about ten).
+#[test]
+fn idle_sleep_busy_processor_hands_over_to_the_next_sleeper() {
+    model_at(2, || {
+        busy_processors_race_sleepers(2, &[(1, Some(0)), (2, Some(1))])
+    });
+}
+
 /// `release` (the hand-back of std's `block_in_place`) racing a processor
 /// going to sleep: the processor must return from `next`, never sleep
 /// through it.
@@ -194,9 +310,14 @@ fn idle_sleep_release_races_a_sleeper() {
 /// push-side `fence(SeqCst)` removed, and `Idle::reset` as a plain store.
 /// `LOOM_MAX_PREEMPTIONS` overrides it for a deeper run.
 fn model(f: impl Fn() + Sync + Send + 'static) {
+    model_at(1, f);
+}
+
+/// `model` at preemption bound `bound` (unless `LOOM_MAX_PREEMPTIONS` is set).
+fn model_at(bound: usize, f: impl Fn() + Sync + Send + 'static) {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(1);
+        builder.preemption_bound = Some(bound);
     }
     // One run of the two-processor model walks both processors through a
     // full search and sleep: far more branch points than loom's default.

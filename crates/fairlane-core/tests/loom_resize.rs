@@ -20,7 +20,7 @@ use fairlane_core::loom_resize::ResizeLock;
 use fairlane_core::{Config, Host, Scheduler};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use loom::sync::{Arc, Mutex};
+use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread::{self, Thread};
 
 struct Guarded {
@@ -89,6 +89,28 @@ loom::thread_local! {
 /// still (as in `loom_idle.rs`).
 struct LoomHost {
     threads: Mutex<Vec<Option<Thread>>>,
+    /// The calls of `park` so far, so that a model can wait until its
+    /// processors sleep.
+    parks: Mutex<usize>,
+    parked: Condvar,
+}
+
+impl LoomHost {
+    fn new(processors: usize) -> Self {
+        Self {
+            threads: Mutex::new(vec![None; processors]),
+            parks: Mutex::new(0),
+            parked: Condvar::new(),
+        }
+    }
+
+    /// Blocks until `park` has been called `n` times.
+    fn wait_for_parks(&self, n: usize) {
+        let mut parks = self.parks.lock().unwrap();
+        while *parks < n {
+            parks = self.parked.wait(parks).unwrap();
+        }
+    }
 }
 
 // SAFETY: a thread names itself processor `p` only while it runs `p`.
@@ -102,6 +124,8 @@ unsafe impl Host for LoomHost {
     }
 
     fn park(&self, _processor: usize) {
+        *self.parks.lock().unwrap() += 1;
+        self.parked.notify_all();
         thread::park();
     }
 
@@ -126,18 +150,20 @@ fn processor(sched: &Scheduler<u32, LoomHost>, p: usize, taken: &AtomicUsize, to
     PROCESSOR.with(|c| c.set(None));
 }
 
+/// Two processors, one lane each, no spinning, stealing or helping.
+fn two_processors() -> Arc<Scheduler<u32, LoomHost>> {
+    let mut config = Config::new(2);
+    config.lanes_per_processor = 1;
+    config.spin_rounds = 0;
+    config.steal_attempts = 0;
+    config.help_period = 0;
+    Arc::new(Scheduler::new(config, LoomHost::new(2)).unwrap())
+}
+
 #[test]
 fn removing_a_processor_strands_nothing() {
     model(Some(1), || {
-        let mut config = Config::new(2);
-        config.lanes_per_processor = 1;
-        config.spin_rounds = 0;
-        config.steal_attempts = 0;
-        config.help_period = 0;
-        let host = LoomHost {
-            threads: Mutex::new(vec![None, None]),
-        };
-        let sched = Arc::new(Scheduler::new(config, host).unwrap());
+        let sched = two_processors();
         let taken = Arc::new(AtomicUsize::new(0));
         let ids = sched.processor_ids();
         let workers: Vec<_> = (0..2)
@@ -155,6 +181,38 @@ fn removing_a_processor_strands_nothing() {
         }
         assert_eq!(taken.load(Ordering::SeqCst), 1);
         assert_eq!(sched.processor_ids(), [ids[0]]);
+    });
+}
+
+/// A processor is removed while it sleeps, holding its reader flag
+/// (resize.md, "Sleeping readers"). Only the writer's announce
+/// (`Scheduler::resize` waking every active processor once its bit is set)
+/// makes it come round to its check of the writer bit and step aside:
+/// nothing else wakes it. Its thread must then leave. The other processor's
+/// thread does not run (its flag stays clear): the model needs only one
+/// sleeper, and each spinning thread more multiplies its runs.
+///
+/// Mutation this model catches (applied to `src/scheduler.rs` and seen to
+/// fail): emptying the announce closure that `Scheduler::resize` passes to
+/// `ResizeLock::write`. The writer then waits for the sleeper's flag
+/// forever, which loom reports once the spinning writer exceeds its branch
+/// limit. `removing_a_processor_strands_nothing` passes with that mutation:
+/// its push and the `close` after the last item wake every sleeper anyway.
+#[test]
+fn removing_a_sleeping_processor_wakes_it() {
+    model(Some(2), || {
+        let sched = two_processors();
+        let taken = Arc::new(AtomicUsize::new(0));
+        let ids = sched.processor_ids();
+        let worker = {
+            let (sched, taken) = (sched.clone(), taken.clone());
+            thread::spawn(move || processor(&sched, 1, &taken, 1))
+        };
+        sched.host().wait_for_parks(1);
+        assert_eq!(sched.remove_processor(ids[1]).unwrap(), []);
+        worker.join().unwrap();
+        assert_eq!(sched.processor_ids(), [ids[0]]);
+        assert_eq!(taken.load(Ordering::SeqCst), 0);
     });
 }
 

@@ -202,3 +202,59 @@ pub fn cpu_time() -> std::time::Duration {
     let tv = |t: libc::timeval| std::time::Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
     tv(usage.ru_utime) + tv(usage.ru_stime)
 }
+
+/// How long to wait for a runtime's processors to fall asleep before
+/// declaring that they never do. Not a timing assertion: asleep they must
+/// get, eventually; generous so that only a processor that never sleeps
+/// trips it.
+pub const SETTLE: Duration = Duration::from_secs(30);
+
+/// The processor counters that must not move while a runtime is idle.
+pub fn idle_snapshot(rt: &fairlane::Runtime) -> Vec<(u64, u64, u64, u64)> {
+    rt.metrics()
+        .processors
+        .iter()
+        .map(|p| (p.iterations, p.wakeups, p.polls, p.parks))
+        .collect()
+}
+
+/// Waits until every processor sleeps (it bumps `parks` before it sleeps
+/// and `wakeups` after) and the counters have been still for a moment: a
+/// processor just woken still looks asleep until the operating system runs
+/// it. Counts, not a fixed pause, so a slow machine only waits longer.
+pub fn settle_asleep(rt: &fairlane::Runtime, what: &str) {
+    let all_asleep = || {
+        rt.metrics()
+            .processors
+            .iter()
+            .all(|p| p.parks == p.wakeups + 1)
+    };
+    let start = std::time::Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < SETTLE,
+            "{what}: processors never all went to sleep: {:?}",
+            rt.metrics()
+        );
+        if all_asleep() {
+            let before = idle_snapshot(rt);
+            thread::sleep(Duration::from_millis(100));
+            if all_asleep() && idle_snapshot(rt) == before {
+                return;
+            }
+        } else {
+            thread::sleep(Duration::from_millis(1));
+        }
+    }
+}
+
+/// Asserts that no processor ran a scheduling iteration, woke up, polled or
+/// went to sleep again between `before` (an `idle_snapshot`) and now.
+pub fn assert_still_idle(rt: &fairlane::Runtime, before: &[(u64, u64, u64, u64)], what: &str) {
+    let after = idle_snapshot(rt);
+    assert_eq!(
+        after, before,
+        "{what}: a processor was busy while the runtime was idle \
+         (iterations, wakeups, polls, parks per processor)"
+    );
+}
