@@ -128,11 +128,9 @@ impl SubmitThread {
     /// so closing a descriptor (and its number being reused) cannot redirect
     /// them.
     fn request_and_wait(self: &Arc<Self>, index: usize) {
-        // Any round that starts after this request takes it.
-        let ticket = self.lock().rounds_started + 1;
-        if !self.request(index) {
+        let Some(ticket) = self.request(index) else {
             return; // submitted by this thread (no submission thread)
-        }
+        };
         let mut st = self.lock();
         while st.rounds_done < ticket && !(st.stop && st.thread.is_none()) {
             st = self.round_done.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -140,20 +138,27 @@ impl SubmitThread {
     }
 
     /// Asks the thread to submit processor `index`'s published entries.
-    /// Returns false if it submitted them itself (after shutdown, or when
-    /// the thread cannot be started).
-    fn request(self: &Arc<Self>, index: usize) -> bool {
+    /// Returns the round that will take them (they are submitted once
+    /// `rounds_done` reaches it), or `None` if this thread submitted them
+    /// itself (after shutdown, or when the thread cannot be started).
+    fn request(self: &Arc<Self>, index: usize) -> Option<u64> {
         let mut st = self.lock();
         if st.stop {
             // After shutdown: no thread left to ask; the caller's own enter
             // is the only way (its requests may end with it).
             drop(st);
             self.submit_here(index);
-            return false;
+            return None;
         }
         if !st.pending.contains(&index) {
             st.pending.push(index);
         }
+        // Under the lock that put `index` in `pending`: a round starts by
+        // taking all of `pending` and counting itself in `rounds_started`
+        // under this lock, so the next round to start takes this request. A
+        // ticket read under an earlier acquisition could name a round that
+        // started in between, for other rings only.
+        let ticket = st.rounds_started + 1;
         if !st.started {
             st.started = true;
             let this = self.clone();
@@ -168,13 +173,13 @@ impl SubmitThread {
                     drop(st);
                     tracing::error!(error = %e, "fairlane cannot start the I/O submission thread");
                     self.submit_here(index);
-                    return false;
+                    return None;
                 }
             }
         }
         drop(st);
         self.wake.notify_one();
-        true
+        Some(ticket)
     }
 
     /// The calling thread enters processor `index`'s ring itself: the last
@@ -1085,4 +1090,63 @@ pub(crate) fn eventfd_signal(fd: RawFd) {
     // SAFETY: writes 8 bytes from a live local; a full counter (EAGAIN)
     // means a wake-up is pending anyway.
     unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `request_and_wait` returns only once the round that took its request
+    /// has entered the ring. The submission thread is kept busy with rounds
+    /// for another ring, so that rounds start at any moment; a ticket that
+    /// could name a round started before the request was queued would let
+    /// the wait end while this ring's entries are still unsubmitted.
+    #[test]
+    fn request_and_wait_returns_after_its_ring_was_submitted() {
+        if uring::Ring::probe().is_err() {
+            return; // needs io_uring (the library prints nothing)
+        }
+        let driver = Driver::new(IoBackend::IoUring, 2).expect("driver");
+        let procs = driver.procs().clone();
+        let submit = driver.submit_thread.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        // Two requesters keep the submission thread's lock contended, so that
+        // it is often taken between any two acquisitions by another thread.
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let (submit, stop) = (submit.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = submit.request(1);
+                    }
+                })
+            })
+            .collect();
+        let Engine::Uring(ring) = &procs[0].engine else {
+            unreachable!("an io_uring driver")
+        };
+        let mut early = 0;
+        for _ in 0..30_000 {
+            {
+                let mut st = procs[0].lock();
+                let nop = io_uring::opcode::Nop::new().build().user_data(u64::MAX - 1);
+                let mut fired = Vec::new();
+                ring.push(&procs[0], &mut st, &nop, &mut fired)
+                    .expect("push");
+            }
+            submit.request_and_wait(0);
+            let mut st = procs[0].lock();
+            if ring.has_unsubmitted(&st) {
+                early += 1;
+            }
+            let mut fired = Vec::new();
+            ring.reap(&procs[0], &mut st, &mut fired);
+        }
+        stop.store(true, Ordering::Relaxed);
+        busy.into_iter().for_each(|b| b.join().unwrap());
+        assert_eq!(
+            early, 0,
+            "request_and_wait returned before its ring was submitted"
+        );
+    }
 }
