@@ -304,6 +304,8 @@ pub(crate) struct State {
     unflushed_seen: u32,
     /// The eventfd read that lets `unpark` wake a ring is in flight.
     pub(crate) wake_armed: bool,
+    /// The last attempt to arm it failed (logged once per failure run).
+    pub(crate) wake_arm_failed: bool,
     /// Someone reaped a wake-up (`unpark`) that `park` has not consumed.
     pub(crate) woken: bool,
     /// Wakers collected where they could not be woken yet.
@@ -381,6 +383,7 @@ impl Driver {
                 wheel: Wheel::new(),
                 unflushed_seen: 0,
                 wake_armed: false,
+                wake_arm_failed: false,
                 woken: false,
                 pending_wakers: Vec::new(),
                 stopped: false,
@@ -740,11 +743,21 @@ impl Driver {
             // arrive there: wait on the futex, the cheaper wake-up. Anyone
             // who puts work in this engine later does so under this lock
             // and then wakes a futex sleeper (`Proc::wake_if_on_futex`).
-            let mode = if proc.outstanding.load(Ordering::Relaxed) == 0 {
-                ON_FUTEX
-            } else {
-                IN_ENGINE
+            // A ring whose wake-up read is not armed (arming failed; the
+            // reap above tried again) cannot be woken by `unpark`: wait on
+            // the futex too, bounded while operations are in flight, since
+            // only the ring shows their completions.
+            let in_flight = proc.outstanding.load(Ordering::Relaxed) != 0;
+            let wake_armed = match &proc.engine {
+                Engine::Uring(_) => st.wake_armed,
+                Engine::Poll(_) => true,
             };
+            let mode = if in_flight && wake_armed {
+                IN_ENGINE
+            } else {
+                ON_FUTEX
+            };
+            let bounded = in_flight && !wake_armed;
             proc.sleep_mode.store(mode, Ordering::SeqCst);
             let timer = if until == NO_TIMER {
                 None
@@ -754,7 +767,7 @@ impl Driver {
                         .saturating_duration_since(Instant::now()),
                 )
             };
-            if watched.is_empty() {
+            if watched.is_empty() && !bounded {
                 timer
             } else {
                 Some(timer.map_or(WATCH_PERIOD, |t| t.min(WATCH_PERIOD)))
@@ -1148,5 +1161,68 @@ mod tests {
             early, 0,
             "request_and_wait returned before its ring was submitted"
         );
+    }
+
+    /// A processor whose ring lost its wake-up read (arming it failed) and
+    /// that has an operation in flight is still woken by `unpark`: it must
+    /// not sleep in the ring, where the eventfd write of `unpark` posts
+    /// nothing. Deadline generous: it only tells a hang from slowness.
+    #[test]
+    fn park_without_an_armed_wake_read_is_still_woken() {
+        if uring::Ring::probe().is_err() {
+            return; // needs io_uring (the library prints nothing)
+        }
+        let driver = Driver::new(IoBackend::IoUring, 1).expect("driver");
+        let (to_main, from_scenario) = std::sync::mpsc::channel();
+        let scenario = {
+            let driver = driver.clone();
+            std::thread::spawn(move || {
+                mark_stable_thread();
+                driver.register_current(0);
+                let proc = driver.current().expect("registered");
+                let Engine::Uring(ring) = &proc.engine else {
+                    unreachable!("an io_uring driver")
+                };
+                // An operation that stays in flight: a read of an empty pipe.
+                let mut fds = [0; 2];
+                // SAFETY: `pipe2` writes two descriptors into `fds`.
+                assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+                // SAFETY: both descriptors are new and owned here.
+                let (rx, tx) =
+                    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+                let read = uring::Op::submit(&driver, vec![0u8; 8], false, |buf| {
+                    io_uring::opcode::Read::new(
+                        io_uring::types::Fd(std::os::fd::AsRawFd::as_raw_fd(&rx)),
+                        buf.as_mut_ptr(),
+                        8,
+                    )
+                    .build()
+                })
+                .map_err(|(e, _)| e)
+                .expect("submit the read");
+                // The armed wake-up read completes; re-arming it fails.
+                ring.fail_arm.store(true, Ordering::Relaxed);
+                ring.notify();
+                driver.park(0); // consumes the wake-up's completion
+                driver.park(0); // returns at once: that wake-up's token
+                assert!(!proc.lock().wake_armed);
+                to_main.send(()).unwrap();
+                driver.park(0); // until the unpark below
+                drop(read);
+                driver.unregister_current();
+                drop((rx, tx));
+            })
+        };
+        from_scenario.recv().unwrap();
+        driver.unpark(0);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !scenario.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "park slept in a ring whose wake-up read was not armed: the unpark was lost"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        scenario.join().unwrap();
     }
 }

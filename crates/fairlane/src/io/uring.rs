@@ -62,6 +62,10 @@ pub(crate) struct Ring {
     /// instead of freed if the read could not be reaped (`leak_wake`).
     wake_buf: ManuallyDrop<Box<UnsafeCell<u64>>>,
     leak_wake: AtomicBool,
+    /// Tests: makes `arm_wake` fail, as it does when the submission queue
+    /// stays full.
+    #[cfg(test)]
+    pub(crate) fail_arm: AtomicBool,
 }
 
 impl Drop for Ring {
@@ -102,6 +106,8 @@ impl Ring {
             wake_fd: eventfd()?,
             wake_buf: ManuallyDrop::new(Box::new(UnsafeCell::new(0))),
             leak_wake: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_arm: AtomicBool::new(false),
         })
     }
 
@@ -146,6 +152,13 @@ impl Ring {
 
     /// Puts the read of the wake-up eventfd in flight (not yet flushed).
     pub(crate) fn arm_wake(&self, proc: &Proc, st: &mut State) -> io::Result<()> {
+        #[cfg(test)]
+        if self.fail_arm.load(Ordering::Relaxed) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "io_uring submission queue stays full",
+            ));
+        }
         let entry = opcode::Read::new(
             types::Fd(self.wake_fd.as_raw_fd()),
             self.wake_buf.get().cast(),
@@ -235,7 +248,6 @@ impl Ring {
     /// Moves every completion out of the queue: results into their slots,
     /// wakers onto `fired`, abandoned resources freed.
     pub(crate) fn reap(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
-        let mut rearm = false;
         // Completions the kernel could not fit in the queue wait in its
         // overflow list until an enter with GETEVENTS moves them in: a busy
         // processor may not enter for a while, so do it here (it submits
@@ -250,7 +262,6 @@ impl Ring {
                         WAKE => {
                             st.wake_armed = false;
                             st.woken = true;
-                            rearm = !st.stopped;
                         }
                         CANCEL => {}
                         key => complete(proc, st, key as usize, cqe.result(), fired),
@@ -263,11 +274,25 @@ impl Ring {
             }
             self.enter_for_events();
         }
-        if rearm {
-            // A failure leaves the ring without wake-ups from `unpark`;
-            // completions and timers still end the wait, and the next reap
-            // tries again.
-            let _ = self.arm_wake(proc, st);
+        if !st.wake_armed && !st.stopped {
+            // Re-armed after its completion, and tried again by every reap
+            // after a failed arm (a submission queue that stays full): while
+            // it is not armed, `unpark` cannot end a wait in the ring, so
+            // `park` sleeps on the futex instead (bounded while operations
+            // are in flight, whose completions only the ring shows).
+            match self.arm_wake(proc, st) {
+                Ok(()) => st.wake_arm_failed = false,
+                Err(e) => {
+                    if !std::mem::replace(&mut st.wake_arm_failed, true) {
+                        tracing::warn!(
+                            processor = proc.index,
+                            error = %e,
+                            "fairlane cannot re-arm the wake-up read of an io_uring ring; \
+                             its processor sleeps on the futex until it can"
+                        );
+                    }
+                }
+            }
         }
         fired.append(&mut st.pending_wakers);
     }
