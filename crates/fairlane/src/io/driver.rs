@@ -185,9 +185,12 @@ impl SubmitThread {
     /// The calling thread enters processor `index`'s ring itself: the last
     /// resort, its requests may end with it.
     fn submit_here(&self, index: usize) {
-        if let Some(Some(proc)) = self.lock().procs.get(index).map(Weak::upgrade) {
+        let proc = self.lock().procs.get(index).and_then(Weak::upgrade);
+        if let Some(proc) = proc {
             if let Engine::Uring(ring) = &proc.engine {
-                let _ = ring.submit();
+                if let Err(e) = ring.submit_unlocked(&proc) {
+                    tracing::error!(processor = index, error = %e, "fairlane cannot submit to an io_uring ring");
+                }
             }
         }
     }
@@ -212,7 +215,15 @@ impl SubmitThread {
                 if let Engine::Uring(ring) = &proc.engine {
                     // Without the processor's lock: the kernel serialises
                     // enters, and entries are only ever published whole.
-                    let _ = ring.submit();
+                    // What an error leaves published is submitted by the
+                    // ring's next flush (or the owner's wait).
+                    if let Err(e) = ring.submit_unlocked(&proc) {
+                        tracing::error!(
+                            processor = proc.index,
+                            error = %e,
+                            "fairlane cannot submit to an io_uring ring"
+                        );
+                    }
                 }
             }
             st = self.lock();
@@ -370,7 +381,12 @@ impl Driver {
     /// A fresh engine for slot `index`.
     fn new_proc(&self, index: usize) -> io::Result<Arc<Proc>> {
         let engine = match self.backend {
-            IoBackend::IoUring => Engine::Uring(uring::Ring::new()?),
+            IoBackend::IoUring => Engine::Uring(uring::Ring::new().map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot set up the io_uring ring of processor {index}: {e}"),
+                )
+            })?),
             IoBackend::Fallback => Engine::Poll(super::reactor::Poller::new()?),
         };
         let proc = Arc::new(Proc {
@@ -942,6 +958,23 @@ impl Proc {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The lock, if it is free right now.
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, State>> {
+        match self.state.try_lock() {
+            Ok(st) => Some(st),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Under the lock (`_st`): whether a thread other than the owner may take
+    /// completions, readiness events or timers out of this engine now. Not
+    /// while the owner is parked: whatever is there ends its wait and is
+    /// its to take (driver.md, "Who takes a parked processor's events").
+    pub(crate) fn may_drain(&self, _st: &State) -> bool {
+        self.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+    }
+
     /// Makes the owner's `park` return (or its next one): wakes the wait
     /// it is in, or leaves both tokens when it has not chosen one yet.
     pub(crate) fn notify(&self) {
@@ -1027,9 +1060,24 @@ impl Proc {
                 self.request_submit();
                 self.unflushed.store(0, Ordering::Relaxed);
                 st.unflushed_seen = 0;
-            } else if ring.submit().is_ok() {
-                self.unflushed.store(0, Ordering::Relaxed);
-                st.unflushed_seen = 0;
+            } else {
+                // Wakers of completions reaped to make room wait in the
+                // state for the next reap, which hands them to its caller.
+                let mut fired = Vec::new();
+                let submitted = ring.submit(self, st, &mut fired);
+                st.pending_wakers.extend(fired);
+                match submitted {
+                    Ok(()) => {
+                        self.unflushed.store(0, Ordering::Relaxed);
+                        st.unflushed_seen = 0;
+                    }
+                    // Still published: the next flush tries again.
+                    Err(e) => tracing::warn!(
+                        processor = self.index,
+                        error = %e,
+                        "fairlane cannot submit to an io_uring ring"
+                    ),
+                }
             }
         }
     }
