@@ -10,7 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::reactor::FdState;
+use super::sleep::{SleepState, IN_ENGINE, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
 use crate::time::wheel::{TimerKey, Wheel};
@@ -35,16 +36,8 @@ const UNSAMPLED: u64 = u64::MAX;
 /// How long a sleeping processor waits before it looks again at awake
 /// processors with I/O in flight, to help one stuck in a long poll.
 const WATCH_PERIOD: Duration = Duration::from_millis(2);
-/// `parked_until` when the owner is not waiting in `park`.
-const NOT_PARKED: u64 = 0;
 /// `next_timer` when no timer is pending.
 const NO_TIMER: u64 = u64::MAX;
-/// `Proc::sleep_mode`: not in `park`'s wait (or about to choose).
-const AWAKE: u8 = 0;
-/// `Proc::sleep_mode`: waiting in the engine (ring or poller).
-const IN_ENGINE: u8 = 1;
-/// `Proc::sleep_mode`: waiting on `Proc::futex` (nothing in the engine).
-const ON_FUTEX: u8 = 2;
 
 static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -280,13 +273,10 @@ pub(crate) struct Proc {
     /// Earliest timer tick (`NO_TIMER`: none); written under the lock, read
     /// without it to keep `poll_events` cheap.
     next_timer: AtomicU64,
-    /// While the owner waits in `park`: the tick it waits until
-    /// (`u64::MAX` without timer); `NOT_PARKED` otherwise. Written under the
-    /// lock, read under it by a thread that adds an earlier timer.
-    parked_until: AtomicU64,
-    /// How the owner waits in `park` (`AWAKE`, `IN_ENGINE`, `ON_FUTEX`):
-    /// written under the lock, read by wakers (driver.md, "Sleeping").
-    sleep_mode: AtomicU8,
+    /// Whether the owner is parked, until when, on which wait: written by
+    /// the owner under the lock, read by wakers, timer adders and helpers
+    /// (driver.md, "Sleeping").
+    sleep: SleepState,
     /// The wake-up token of a wait `ON_FUTEX`: 1 when a wake is pending.
     futex: AtomicU32,
     /// Operations in the slab plus registered descriptors.
@@ -405,8 +395,7 @@ impl Driver {
                 stopped: false,
             }),
             next_timer: AtomicU64::new(NO_TIMER),
-            parked_until: AtomicU64::new(NOT_PARKED),
-            sleep_mode: AtomicU8::new(AWAKE),
+            sleep: SleepState::new(),
             futex: AtomicU32::new(0),
             outstanding: AtomicUsize::new(0),
             unflushed: AtomicU32::new(0),
@@ -667,8 +656,9 @@ impl Driver {
             // last look, and not asleep) with work in its engine is cloned
             // out to be drained: no reference-count traffic otherwise.
             let other = procs.get(watched).filter(|q| q.index != own.index)?;
-            let stuck = other.iterations.load(Ordering::Relaxed) == seen
-                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
+            // A hint: `drain_other` decides again under the lock.
+            let stuck =
+                other.iterations.load(Ordering::Relaxed) == seen && !other.sleep.parked_hint();
             if !stuck {
                 return None;
             }
@@ -690,10 +680,13 @@ impl Driver {
     /// Drains another processor's engine (reap, flush, due timers) if its
     /// lock is free; the tasks woken land on the calling processor's lanes.
     fn drain_other(&self, other: &Proc) {
-        let Ok(mut st) = other.state.try_lock() else {
+        let Some(mut st) = other.try_lock() else {
             return;
         };
-        if st.stopped {
+        // Decided again under the lock: the caller's look at `parked_hint`
+        // may be stale, and the owner may have committed to sleep since.
+        // A parked owner's engine is its own (`SleepState::may_drain`).
+        if st.stopped || !other.may_drain(&st) {
             return;
         }
         let mut fired = Vec::new();
@@ -721,7 +714,7 @@ impl Driver {
             .iter()
             .filter(|q| {
                 q.index != own
-                    && q.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+                    && !q.sleep.parked_hint()
                     && (q.outstanding.load(Ordering::Relaxed) != 0
                         || q.next_timer.load(Ordering::Relaxed) != NO_TIMER)
             })
@@ -754,7 +747,6 @@ impl Driver {
                 return;
             }
             let until = proc.next_timer.load(Ordering::Relaxed);
-            proc.parked_until.store(until, Ordering::Relaxed);
             // With nothing in the engine, no completion or readiness can
             // arrive there: wait on the futex, the cheaper wake-up. Anyone
             // who puts work in this engine later does so under this lock
@@ -774,7 +766,7 @@ impl Driver {
                 ON_FUTEX
             };
             let bounded = in_flight && !wake_armed;
-            proc.sleep_mode.store(mode, Ordering::SeqCst);
+            proc.sleep.commit(&*st, until, mode);
             let timer = if until == NO_TIMER {
                 None
             } else {
@@ -790,7 +782,7 @@ impl Driver {
             }
         };
         match &proc.engine {
-            _ if proc.sleep_mode.load(Ordering::Relaxed) == ON_FUTEX => proc.futex_wait(timeout),
+            _ if proc.sleep.own_mode() == ON_FUTEX => proc.futex_wait(timeout),
             Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
             Engine::Poll(poller) => {
                 let mut events = Vec::new();
@@ -800,16 +792,13 @@ impl Driver {
             }
         }
         let mut st = proc.lock();
-        proc.sleep_mode.store(AWAKE, Ordering::SeqCst);
-        proc.parked_until.store(NOT_PARKED, Ordering::Relaxed);
+        proc.sleep.awake(&*st);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
         drop(st);
         fired.into_iter().for_each(Waker::wake);
         for (other, seen) in watched {
-            if other.iterations.load(Ordering::Relaxed) == seen
-                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED
-            {
+            if other.iterations.load(Ordering::Relaxed) == seen && !other.sleep.parked_hint() {
                 self.drain_other(&other);
             }
         }
@@ -933,9 +922,9 @@ impl Driver {
         let key = st.wheel.insert(tick, waker.clone());
         let next = st.wheel.next_expiration().unwrap_or(NO_TIMER);
         proc.next_timer.store(next, Ordering::Relaxed);
-        let parked_until = proc.parked_until.load(Ordering::Relaxed);
+        let parked_until = proc.sleep.parked_until(&*st);
         drop(st);
-        if !local && key.is_some() && parked_until != NOT_PARKED && tick < parked_until {
+        if !local && key.is_some() && parked_until.is_some_and(|until| tick < until) {
             // The owner sleeps past this deadline: wake it to re-arm.
             proc.notify();
         }
@@ -971,14 +960,14 @@ impl Proc {
     /// completions, readiness events or timers out of this engine now. Not
     /// while the owner is parked: whatever is there ends its wait and is
     /// its to take (driver.md, "Who takes a parked processor's events").
-    pub(crate) fn may_drain(&self, _st: &State) -> bool {
-        self.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+    pub(crate) fn may_drain(&self, st: &State) -> bool {
+        self.sleep.may_drain(st)
     }
 
     /// Makes the owner's `park` return (or its next one): wakes the wait
     /// it is in, or leaves both tokens when it has not chosen one yet.
     pub(crate) fn notify(&self) {
-        match self.sleep_mode.load(Ordering::SeqCst) {
+        match self.sleep.mode() {
             ON_FUTEX => self.futex_wake(),
             IN_ENGINE => self.engine_notify(),
             _ => {
@@ -999,7 +988,7 @@ impl Proc {
     /// (an operation, a registration): an owner waiting `ON_FUTEX` would not
     /// see its completion, so it is woken to wait again in the engine.
     pub(crate) fn wake_if_on_futex(&self) {
-        if self.sleep_mode.load(Ordering::SeqCst) == ON_FUTEX {
+        if self.sleep.mode() == ON_FUTEX {
             self.futex_wake();
         }
     }

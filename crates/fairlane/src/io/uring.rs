@@ -308,7 +308,9 @@ impl Ring {
                     return Ok(());
                 }
             }
-            if attempt > 0 {
+            // Not out of a parked owner's ring: its wait ends for what is
+            // there, and it reaps (`Proc::may_drain`).
+            if attempt > 0 && proc.may_drain(st) {
                 self.reap(proc, st, fired);
             }
             if proc.may_submit_here() {
