@@ -10,7 +10,7 @@
 use std::cell::{Cell, RefCell};
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd, RawFd};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, Weak};
 use std::task::Waker;
 use std::time::{Duration, Instant};
@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::reactor::FdState;
+use super::sleep::{SleepState, IN_ENGINE, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
 use crate::time::wheel::{TimerKey, Wheel};
@@ -35,16 +36,8 @@ const UNSAMPLED: u64 = u64::MAX;
 /// How long a sleeping processor waits before it looks again at awake
 /// processors with I/O in flight, to help one stuck in a long poll.
 const WATCH_PERIOD: Duration = Duration::from_millis(2);
-/// `parked_until` when the owner is not waiting in `park`.
-const NOT_PARKED: u64 = 0;
 /// `next_timer` when no timer is pending.
 const NO_TIMER: u64 = u64::MAX;
-/// `Proc::sleep_mode`: not in `park`'s wait (or about to choose).
-const AWAKE: u8 = 0;
-/// `Proc::sleep_mode`: waiting in the engine (ring or poller).
-const IN_ENGINE: u8 = 1;
-/// `Proc::sleep_mode`: waiting on `Proc::futex` (nothing in the engine).
-const ON_FUTEX: u8 = 2;
 
 static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -128,11 +121,9 @@ impl SubmitThread {
     /// so closing a descriptor (and its number being reused) cannot redirect
     /// them.
     fn request_and_wait(self: &Arc<Self>, index: usize) {
-        // Any round that starts after this request takes it.
-        let ticket = self.lock().rounds_started + 1;
-        if !self.request(index) {
+        let Some(ticket) = self.request(index) else {
             return; // submitted by this thread (no submission thread)
-        }
+        };
         let mut st = self.lock();
         while st.rounds_done < ticket && !(st.stop && st.thread.is_none()) {
             st = self.round_done.wait(st).unwrap_or_else(|e| e.into_inner());
@@ -140,20 +131,27 @@ impl SubmitThread {
     }
 
     /// Asks the thread to submit processor `index`'s published entries.
-    /// Returns false if it submitted them itself (after shutdown, or when
-    /// the thread cannot be started).
-    fn request(self: &Arc<Self>, index: usize) -> bool {
+    /// Returns the round that will take them (they are submitted once
+    /// `rounds_done` reaches it), or `None` if this thread submitted them
+    /// itself (after shutdown, or when the thread cannot be started).
+    fn request(self: &Arc<Self>, index: usize) -> Option<u64> {
         let mut st = self.lock();
         if st.stop {
             // After shutdown: no thread left to ask; the caller's own enter
             // is the only way (its requests may end with it).
             drop(st);
             self.submit_here(index);
-            return false;
+            return None;
         }
         if !st.pending.contains(&index) {
             st.pending.push(index);
         }
+        // Under the lock that put `index` in `pending`: a round starts by
+        // taking all of `pending` and counting itself in `rounds_started`
+        // under this lock, so the next round to start takes this request. A
+        // ticket read under an earlier acquisition could name a round that
+        // started in between, for other rings only.
+        let ticket = st.rounds_started + 1;
         if !st.started {
             st.started = true;
             let this = self.clone();
@@ -168,21 +166,24 @@ impl SubmitThread {
                     drop(st);
                     tracing::error!(error = %e, "fairlane cannot start the I/O submission thread");
                     self.submit_here(index);
-                    return false;
+                    return None;
                 }
             }
         }
         drop(st);
         self.wake.notify_one();
-        true
+        Some(ticket)
     }
 
     /// The calling thread enters processor `index`'s ring itself: the last
     /// resort, its requests may end with it.
     fn submit_here(&self, index: usize) {
-        if let Some(Some(proc)) = self.lock().procs.get(index).map(Weak::upgrade) {
+        let proc = self.lock().procs.get(index).and_then(Weak::upgrade);
+        if let Some(proc) = proc {
             if let Engine::Uring(ring) = &proc.engine {
-                let _ = ring.submit();
+                if let Err(e) = ring.submit_unlocked(&proc) {
+                    tracing::error!(processor = index, error = %e, "fairlane cannot submit to an io_uring ring");
+                }
             }
         }
     }
@@ -207,7 +208,15 @@ impl SubmitThread {
                 if let Engine::Uring(ring) = &proc.engine {
                     // Without the processor's lock: the kernel serialises
                     // enters, and entries are only ever published whole.
-                    let _ = ring.submit();
+                    // What an error leaves published is submitted by the
+                    // ring's next flush (or the owner's wait).
+                    if let Err(e) = ring.submit_unlocked(&proc) {
+                        tracing::error!(
+                            processor = proc.index,
+                            error = %e,
+                            "fairlane cannot submit to an io_uring ring"
+                        );
+                    }
                 }
             }
             st = self.lock();
@@ -264,13 +273,10 @@ pub(crate) struct Proc {
     /// Earliest timer tick (`NO_TIMER`: none); written under the lock, read
     /// without it to keep `poll_events` cheap.
     next_timer: AtomicU64,
-    /// While the owner waits in `park`: the tick it waits until
-    /// (`u64::MAX` without timer); `NOT_PARKED` otherwise. Written under the
-    /// lock, read under it by a thread that adds an earlier timer.
-    parked_until: AtomicU64,
-    /// How the owner waits in `park` (`AWAKE`, `IN_ENGINE`, `ON_FUTEX`):
-    /// written under the lock, read by wakers (driver.md, "Sleeping").
-    sleep_mode: AtomicU8,
+    /// Whether the owner is parked, until when, on which wait: written by
+    /// the owner under the lock, read by wakers, timer adders and helpers
+    /// (driver.md, "Sleeping").
+    sleep: SleepState,
     /// The wake-up token of a wait `ON_FUTEX`: 1 when a wake is pending.
     futex: AtomicU32,
     /// Operations in the slab plus registered descriptors.
@@ -299,6 +305,8 @@ pub(crate) struct State {
     unflushed_seen: u32,
     /// The eventfd read that lets `unpark` wake a ring is in flight.
     pub(crate) wake_armed: bool,
+    /// The last attempt to arm it failed (logged once per failure run).
+    pub(crate) wake_arm_failed: bool,
     /// Someone reaped a wake-up (`unpark`) that `park` has not consumed.
     pub(crate) woken: bool,
     /// Wakers collected where they could not be woken yet.
@@ -363,7 +371,12 @@ impl Driver {
     /// A fresh engine for slot `index`.
     fn new_proc(&self, index: usize) -> io::Result<Arc<Proc>> {
         let engine = match self.backend {
-            IoBackend::IoUring => Engine::Uring(uring::Ring::new()?),
+            IoBackend::IoUring => Engine::Uring(uring::Ring::new().map_err(|e| {
+                io::Error::new(
+                    e.kind(),
+                    format!("cannot set up the io_uring ring of processor {index}: {e}"),
+                )
+            })?),
             IoBackend::Fallback => Engine::Poll(super::reactor::Poller::new()?),
         };
         let proc = Arc::new(Proc {
@@ -376,13 +389,13 @@ impl Driver {
                 wheel: Wheel::new(),
                 unflushed_seen: 0,
                 wake_armed: false,
+                wake_arm_failed: false,
                 woken: false,
                 pending_wakers: Vec::new(),
                 stopped: false,
             }),
             next_timer: AtomicU64::new(NO_TIMER),
-            parked_until: AtomicU64::new(NOT_PARKED),
-            sleep_mode: AtomicU8::new(AWAKE),
+            sleep: SleepState::new(),
             futex: AtomicU32::new(0),
             outstanding: AtomicUsize::new(0),
             unflushed: AtomicU32::new(0),
@@ -643,8 +656,9 @@ impl Driver {
             // last look, and not asleep) with work in its engine is cloned
             // out to be drained: no reference-count traffic otherwise.
             let other = procs.get(watched).filter(|q| q.index != own.index)?;
-            let stuck = other.iterations.load(Ordering::Relaxed) == seen
-                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED;
+            // A hint: `drain_other` decides again under the lock.
+            let stuck =
+                other.iterations.load(Ordering::Relaxed) == seen && !other.sleep.parked_hint();
             if !stuck {
                 return None;
             }
@@ -666,10 +680,13 @@ impl Driver {
     /// Drains another processor's engine (reap, flush, due timers) if its
     /// lock is free; the tasks woken land on the calling processor's lanes.
     fn drain_other(&self, other: &Proc) {
-        let Ok(mut st) = other.state.try_lock() else {
+        let Some(mut st) = other.try_lock() else {
             return;
         };
-        if st.stopped {
+        // Decided again under the lock: the caller's look at `parked_hint`
+        // may be stale, and the owner may have committed to sleep since.
+        // A parked owner's engine is its own (`SleepState::may_drain`).
+        if st.stopped || !other.may_drain(&st) {
             return;
         }
         let mut fired = Vec::new();
@@ -697,7 +714,7 @@ impl Driver {
             .iter()
             .filter(|q| {
                 q.index != own
-                    && q.parked_until.load(Ordering::Relaxed) == NOT_PARKED
+                    && !q.sleep.parked_hint()
                     && (q.outstanding.load(Ordering::Relaxed) != 0
                         || q.next_timer.load(Ordering::Relaxed) != NO_TIMER)
             })
@@ -730,17 +747,26 @@ impl Driver {
                 return;
             }
             let until = proc.next_timer.load(Ordering::Relaxed);
-            proc.parked_until.store(until, Ordering::Relaxed);
             // With nothing in the engine, no completion or readiness can
             // arrive there: wait on the futex, the cheaper wake-up. Anyone
             // who puts work in this engine later does so under this lock
             // and then wakes a futex sleeper (`Proc::wake_if_on_futex`).
-            let mode = if proc.outstanding.load(Ordering::Relaxed) == 0 {
-                ON_FUTEX
-            } else {
-                IN_ENGINE
+            // A ring whose wake-up read is not armed (arming failed; the
+            // reap above tried again) cannot be woken by `unpark`: wait on
+            // the futex too, bounded while operations are in flight, since
+            // only the ring shows their completions.
+            let in_flight = proc.outstanding.load(Ordering::Relaxed) != 0;
+            let wake_armed = match &proc.engine {
+                Engine::Uring(_) => st.wake_armed,
+                Engine::Poll(_) => true,
             };
-            proc.sleep_mode.store(mode, Ordering::SeqCst);
+            let mode = if in_flight && wake_armed {
+                IN_ENGINE
+            } else {
+                ON_FUTEX
+            };
+            let bounded = in_flight && !wake_armed;
+            proc.sleep.commit(&*st, until, mode);
             let timer = if until == NO_TIMER {
                 None
             } else {
@@ -749,14 +775,14 @@ impl Driver {
                         .saturating_duration_since(Instant::now()),
                 )
             };
-            if watched.is_empty() {
+            if watched.is_empty() && !bounded {
                 timer
             } else {
                 Some(timer.map_or(WATCH_PERIOD, |t| t.min(WATCH_PERIOD)))
             }
         };
         match &proc.engine {
-            _ if proc.sleep_mode.load(Ordering::Relaxed) == ON_FUTEX => proc.futex_wait(timeout),
+            _ if proc.sleep.own_mode() == ON_FUTEX => proc.futex_wait(timeout),
             Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
             Engine::Poll(poller) => {
                 let mut events = Vec::new();
@@ -766,16 +792,13 @@ impl Driver {
             }
         }
         let mut st = proc.lock();
-        proc.sleep_mode.store(AWAKE, Ordering::SeqCst);
-        proc.parked_until.store(NOT_PARKED, Ordering::Relaxed);
+        proc.sleep.awake(&*st);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
         drop(st);
         fired.into_iter().for_each(Waker::wake);
         for (other, seen) in watched {
-            if other.iterations.load(Ordering::Relaxed) == seen
-                && other.parked_until.load(Ordering::Relaxed) == NOT_PARKED
-            {
+            if other.iterations.load(Ordering::Relaxed) == seen && !other.sleep.parked_hint() {
                 self.drain_other(&other);
             }
         }
@@ -899,9 +922,9 @@ impl Driver {
         let key = st.wheel.insert(tick, waker.clone());
         let next = st.wheel.next_expiration().unwrap_or(NO_TIMER);
         proc.next_timer.store(next, Ordering::Relaxed);
-        let parked_until = proc.parked_until.load(Ordering::Relaxed);
+        let parked_until = proc.sleep.parked_until(&*st);
         drop(st);
-        if !local && key.is_some() && parked_until != NOT_PARKED && tick < parked_until {
+        if !local && key.is_some() && parked_until.is_some_and(|until| tick < until) {
             // The owner sleeps past this deadline: wake it to re-arm.
             proc.notify();
         }
@@ -924,10 +947,27 @@ impl Proc {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// The lock, if it is free right now.
+    pub(crate) fn try_lock(&self) -> Option<MutexGuard<'_, State>> {
+        match self.state.try_lock() {
+            Ok(st) => Some(st),
+            Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        }
+    }
+
+    /// Under the lock (`_st`): whether a thread other than the owner may take
+    /// completions, readiness events or timers out of this engine now. Not
+    /// while the owner is parked: whatever is there ends its wait and is
+    /// its to take (driver.md, "Who takes a parked processor's events").
+    pub(crate) fn may_drain(&self, st: &State) -> bool {
+        self.sleep.may_drain(st)
+    }
+
     /// Makes the owner's `park` return (or its next one): wakes the wait
     /// it is in, or leaves both tokens when it has not chosen one yet.
     pub(crate) fn notify(&self) {
-        match self.sleep_mode.load(Ordering::SeqCst) {
+        match self.sleep.mode() {
             ON_FUTEX => self.futex_wake(),
             IN_ENGINE => self.engine_notify(),
             _ => {
@@ -948,7 +988,7 @@ impl Proc {
     /// (an operation, a registration): an owner waiting `ON_FUTEX` would not
     /// see its completion, so it is woken to wait again in the engine.
     pub(crate) fn wake_if_on_futex(&self) {
-        if self.sleep_mode.load(Ordering::SeqCst) == ON_FUTEX {
+        if self.sleep.mode() == ON_FUTEX {
             self.futex_wake();
         }
     }
@@ -1009,9 +1049,24 @@ impl Proc {
                 self.request_submit();
                 self.unflushed.store(0, Ordering::Relaxed);
                 st.unflushed_seen = 0;
-            } else if ring.submit().is_ok() {
-                self.unflushed.store(0, Ordering::Relaxed);
-                st.unflushed_seen = 0;
+            } else {
+                // Wakers of completions reaped to make room wait in the
+                // state for the next reap, which hands them to its caller.
+                let mut fired = Vec::new();
+                let submitted = ring.submit(self, st, &mut fired);
+                st.pending_wakers.extend(fired);
+                match submitted {
+                    Ok(()) => {
+                        self.unflushed.store(0, Ordering::Relaxed);
+                        st.unflushed_seen = 0;
+                    }
+                    // Still published: the next flush tries again.
+                    Err(e) => tracing::warn!(
+                        processor = self.index,
+                        error = %e,
+                        "fairlane cannot submit to an io_uring ring"
+                    ),
+                }
             }
         }
     }
@@ -1085,4 +1140,126 @@ pub(crate) fn eventfd_signal(fd: RawFd) {
     // SAFETY: writes 8 bytes from a live local; a full counter (EAGAIN)
     // means a wake-up is pending anyway.
     unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `request_and_wait` returns only once the round that took its request
+    /// has entered the ring. The submission thread is kept busy with rounds
+    /// for another ring, so that rounds start at any moment; a ticket that
+    /// could name a round started before the request was queued would let
+    /// the wait end while this ring's entries are still unsubmitted.
+    #[test]
+    fn request_and_wait_returns_after_its_ring_was_submitted() {
+        if uring::Ring::probe().is_err() {
+            return; // needs io_uring (the library prints nothing)
+        }
+        let driver = Driver::new(IoBackend::IoUring, 2).expect("driver");
+        let procs = driver.procs().clone();
+        let submit = driver.submit_thread.clone();
+        let stop = Arc::new(AtomicBool::new(false));
+        // Two requesters keep the submission thread's lock contended, so that
+        // it is often taken between any two acquisitions by another thread.
+        let busy: Vec<_> = (0..2)
+            .map(|_| {
+                let (submit, stop) = (submit.clone(), stop.clone());
+                std::thread::spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        let _ = submit.request(1);
+                    }
+                })
+            })
+            .collect();
+        let Engine::Uring(ring) = &procs[0].engine else {
+            unreachable!("an io_uring driver")
+        };
+        let mut early = 0;
+        for _ in 0..30_000 {
+            {
+                let mut st = procs[0].lock();
+                let nop = io_uring::opcode::Nop::new().build().user_data(u64::MAX - 1);
+                let mut fired = Vec::new();
+                ring.push(&procs[0], &mut st, &nop, &mut fired)
+                    .expect("push");
+            }
+            submit.request_and_wait(0);
+            let mut st = procs[0].lock();
+            if ring.has_unsubmitted(&st) {
+                early += 1;
+            }
+            let mut fired = Vec::new();
+            ring.reap(&procs[0], &mut st, &mut fired);
+        }
+        stop.store(true, Ordering::Relaxed);
+        busy.into_iter().for_each(|b| b.join().unwrap());
+        assert_eq!(
+            early, 0,
+            "request_and_wait returned before its ring was submitted"
+        );
+    }
+
+    /// A processor whose ring lost its wake-up read (arming it failed) and
+    /// that has an operation in flight is still woken by `unpark`: it must
+    /// not sleep in the ring, where the eventfd write of `unpark` posts
+    /// nothing. Deadline generous: it only tells a hang from slowness.
+    #[test]
+    fn park_without_an_armed_wake_read_is_still_woken() {
+        if uring::Ring::probe().is_err() {
+            return; // needs io_uring (the library prints nothing)
+        }
+        let driver = Driver::new(IoBackend::IoUring, 1).expect("driver");
+        let (to_main, from_scenario) = std::sync::mpsc::channel();
+        let scenario = {
+            let driver = driver.clone();
+            std::thread::spawn(move || {
+                mark_stable_thread();
+                driver.register_current(0);
+                let proc = driver.current().expect("registered");
+                let Engine::Uring(ring) = &proc.engine else {
+                    unreachable!("an io_uring driver")
+                };
+                // An operation that stays in flight: a read of an empty pipe.
+                let mut fds = [0; 2];
+                // SAFETY: `pipe2` writes two descriptors into `fds`.
+                assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+                // SAFETY: both descriptors are new and owned here.
+                let (rx, tx) =
+                    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+                let read = uring::Op::submit(&driver, vec![0u8; 8], false, |buf| {
+                    io_uring::opcode::Read::new(
+                        io_uring::types::Fd(std::os::fd::AsRawFd::as_raw_fd(&rx)),
+                        buf.as_mut_ptr(),
+                        8,
+                    )
+                    .build()
+                })
+                .map_err(|(e, _)| e)
+                .expect("submit the read");
+                // The armed wake-up read completes; re-arming it fails.
+                ring.fail_arm.store(true, Ordering::Relaxed);
+                ring.notify();
+                driver.park(0); // consumes the wake-up's completion
+                driver.park(0); // returns at once: that wake-up's token
+                assert!(!proc.lock().wake_armed);
+                to_main.send(()).unwrap();
+                driver.park(0); // until the unpark below
+                drop(read);
+                driver.unregister_current();
+                drop((rx, tx));
+            })
+        };
+        from_scenario.recv().unwrap();
+        driver.unpark(0);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !scenario.is_finished() {
+            assert!(
+                Instant::now() < deadline,
+                "park slept in a ring whose wake-up read was not armed: the unpark was lost"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        scenario.join().unwrap();
+    }
 }

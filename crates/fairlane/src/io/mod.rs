@@ -18,7 +18,13 @@ pub(crate) mod carry;
 pub(crate) mod coop;
 pub(crate) mod driver;
 pub(crate) mod reactor;
+mod sleep;
 pub(crate) mod uring;
+
+/// The atomics of `sleep`, which its loom model replaces with loom's.
+mod atomics {
+    pub(crate) use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+}
 
 use std::fmt;
 use std::io;

@@ -41,6 +41,9 @@ const ENTRIES: u32 = 256;
 /// future asking (its engine stopped, or the thread that submitted it
 /// exited): its `Op` submits it again on a live engine (`complete`).
 const RESTART: i32 = i32::MIN;
+/// How many times a submission is retried after `EBUSY`/`EAGAIN` before
+/// the error is returned (each retry reaps completions first).
+const SUBMIT_RETRIES: u32 = 64;
 /// How long stopping a processor waits for cancelled operations.
 const STOP_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -165,6 +168,10 @@ pub(crate) struct Ring {
     /// processor's lock and read in `drop` (exclusive access), so `Relaxed`
     /// suffices: the lock and the drop's `&mut` order the accesses.
     leak_wake: AtomicBool,
+    /// Tests: makes `arm_wake` fail, as it does when the submission queue
+    /// stays full.
+    #[cfg(test)]
+    pub(crate) fail_arm: AtomicBool,
 }
 
 impl Drop for Ring {
@@ -205,13 +212,15 @@ impl Ring {
             wake_fd: eventfd()?,
             wake_buf: ManuallyDrop::new(Box::new(UnsafeCell::new(0))),
             leak_wake: AtomicBool::new(false),
+            #[cfg(test)]
+            fail_arm: AtomicBool::new(false),
         })
     }
 
     /// Checks that the kernel supports every opcode fairlane uses; the
     /// error names the first missing one.
     pub(crate) fn probe() -> io::Result<()> {
-        let ring = IoUring::new(4)?;
+        let mut ring = IoUring::new(4)?;
         let mut probe = io_uring::Probe::new();
         ring.submitter().register_probe(&mut probe)?;
         let needed = [
@@ -244,6 +253,31 @@ impl Ring {
                 "io_uring lacks IORING_FEAT_EXT_ARG (waiting with a timeout)",
             ));
         }
+        // Setting up and registering is not enough: some sandboxes (seccomp
+        // profiles) deny `io_uring_enter` alone, and a runtime that chose
+        // io_uring there would hang at its first wait. Submit one no-op and
+        // wait for its completion.
+        let nop = opcode::Nop::new().build().user_data(0x6661_6972);
+        // SAFETY: a no-op points to no memory.
+        unsafe { ring.submission().push(&nop) }
+            .map_err(|_| io::Error::other("io_uring probe: submission queue full"))?;
+        let enter = |e: io::Error| io::Error::new(e.kind(), format!("io_uring_enter fails: {e}"));
+        loop {
+            match ring.submitter().submit_and_wait(1) {
+                Ok(_) => break,
+                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                Err(e) => return Err(enter(e)),
+            }
+        }
+        let done = ring
+            .completion()
+            .next()
+            .is_some_and(|cqe| cqe.user_data() == 0x6661_6972 && cqe.result() == 0);
+        if !done {
+            return Err(io::Error::other(
+                "io_uring probe: the no-op's completion did not arrive",
+            ));
+        }
         Ok(())
     }
 
@@ -268,6 +302,13 @@ impl Ring {
 
     /// Puts the read of the wake-up eventfd in flight (not yet flushed).
     pub(crate) fn arm_wake(&self, proc: &Proc, st: &mut State) -> io::Result<()> {
+        #[cfg(test)]
+        if self.fail_arm.load(Ordering::Relaxed) {
+            return Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "io_uring submission queue stays full",
+            ));
+        }
         let entry = opcode::Read::new(
             types::Fd(self.wake_fd.as_raw_fd()),
             self.wake_buf.get().cast(),
@@ -299,9 +340,68 @@ impl Ring {
         !unsafe { self.ring.submission_shared() }.is_empty()
     }
 
-    /// Hands the published submissions to the kernel.
-    pub(crate) fn submit(&self) -> io::Result<usize> {
-        self.ring.submit()
+    /// Hands the published submissions to the kernel; the caller holds the
+    /// processor's lock (`st`). Transient failures of `io_uring_enter` are
+    /// ridden out: `EINTR` is retried at once; `EBUSY` and `EAGAIN` (the
+    /// completion queue is backed up, or the kernel is short of memory)
+    /// after reaping completions (`fired` gets their wakers), up to
+    /// `SUBMIT_RETRIES` times. Any other error, or a transient one that
+    /// persists, is returned: the entries stay published, and the next
+    /// flush tries again.
+    pub(crate) fn submit(
+        &self,
+        proc: &Proc,
+        st: &mut State,
+        fired: &mut Vec<Waker>,
+    ) -> io::Result<()> {
+        let mut busy = 0;
+        loop {
+            let Err(e) = self.ring.submit() else {
+                return Ok(());
+            };
+            match e.raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::EBUSY | libc::EAGAIN) if busy < SUBMIT_RETRIES => {
+                    busy += 1;
+                    if proc.may_drain(st) {
+                        self.reap(proc, st, fired);
+                    } else {
+                        // The owner waits in this ring: its wait returns
+                        // for the completions and reaps them.
+                        std::thread::yield_now();
+                    }
+                }
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// `submit` for a thread that does not hold the processor's lock (the
+    /// submission thread): it takes the lock only to reap after `EBUSY` or
+    /// `EAGAIN`, and only if it is free (its holder may be waiting for this
+    /// very submission, `SubmitThread::request_and_wait`).
+    pub(crate) fn submit_unlocked(&self, proc: &Proc) -> io::Result<()> {
+        let mut busy = 0;
+        loop {
+            let Err(e) = self.ring.submit() else {
+                return Ok(());
+            };
+            match e.raw_os_error() {
+                Some(libc::EINTR) => {}
+                Some(libc::EBUSY | libc::EAGAIN) if busy < SUBMIT_RETRIES => {
+                    busy += 1;
+                    let mut fired = Vec::new();
+                    match proc.try_lock() {
+                        Some(mut st) if proc.may_drain(&st) => {
+                            self.reap(proc, &mut st, &mut fired);
+                        }
+                        _ => std::thread::yield_now(),
+                    }
+                    fired.into_iter().for_each(Waker::wake);
+                }
+                _ => return Err(e),
+            }
+        }
     }
 
     /// Pushes one entry, making room by flushing (and, when the completion
@@ -330,11 +430,15 @@ impl Ring {
                     return Ok(());
                 }
             }
-            if attempt > 0 {
+            // Not out of a parked owner's ring: its wait ends for what is
+            // there, and it reaps (`Proc::may_drain`).
+            if attempt > 0 && proc.may_drain(st) {
                 self.reap(proc, st, fired);
             }
             if proc.may_submit_here() {
-                let _ = self.ring.submit();
+                // An error leaves the queue full: the next attempt reaps and
+                // tries again, the last one reports it.
+                let _ = self.submit(proc, st, fired);
             } else {
                 // The submission thread submits without our lock: wait a
                 // little for room.
@@ -357,7 +461,6 @@ impl Ring {
     /// Moves every completion out of the queue: results into their slots,
     /// wakers onto `fired`, abandoned resources freed.
     pub(crate) fn reap(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
-        let mut rearm = false;
         // Completions the kernel could not fit in the queue wait in its
         // overflow list until an enter with GETEVENTS moves them in: a busy
         // processor may not enter for a while, so do it here (it submits
@@ -372,7 +475,6 @@ impl Ring {
                         WAKE => {
                             st.wake_armed = false;
                             st.woken = true;
-                            rearm = !st.stopped;
                             // The read is over: the buffer may be freed,
                             // even if stopping gave up waiting for it. (Read
                             // first: no write on every wake-up's path.)
@@ -391,11 +493,25 @@ impl Ring {
             }
             self.enter_for_events();
         }
-        if rearm {
-            // A failure leaves the ring without wake-ups from `unpark`;
-            // completions and timers still end the wait, and the next reap
-            // tries again.
-            let _ = self.arm_wake(proc, st);
+        if !st.wake_armed && !st.stopped {
+            // Re-armed after its completion, and tried again by every reap
+            // after a failed arm (a submission queue that stays full): while
+            // it is not armed, `unpark` cannot end a wait in the ring, so
+            // `park` sleeps on the futex instead (bounded while operations
+            // are in flight, whose completions only the ring shows).
+            match self.arm_wake(proc, st) {
+                Ok(()) => st.wake_arm_failed = false,
+                Err(e) => {
+                    if !std::mem::replace(&mut st.wake_arm_failed, true) {
+                        tracing::warn!(
+                            processor = proc.index,
+                            error = %e,
+                            "fairlane cannot re-arm the wake-up read of an io_uring ring; \
+                             its processor sleeps on the futex until it can"
+                        );
+                    }
+                }
+            }
         }
         fired.append(&mut st.pending_wakers);
     }

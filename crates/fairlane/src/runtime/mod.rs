@@ -621,6 +621,8 @@ impl Builder {
         }
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         let backend = crate::io::select(self.io_backend)?;
+        let backend_requested = self.io_backend.is_some()
+            || std::env::var(crate::io::ENV_VAR).is_ok_and(|v| !v.trim().is_empty());
         let mut specs = vec![("default".to_owned(), self.config.processors)];
         for (name, processors) in &self.clusters {
             if specs.iter().any(|(n, _)| n == name) {
@@ -648,7 +650,16 @@ impl Builder {
             // One driver per cluster: its rings are indexed by the cluster's
             // processor slots; those of processors added later are made when
             // their threads start.
-            let driver = Driver::new(backend, processors)?;
+            let driver = match Driver::new(backend, processors) {
+                // io_uring was chosen by the probe, not asked for, and a
+                // ring cannot be set up after all (a limit on rings or
+                // locked memory, a sandbox): run without it.
+                Err(e) if backend == IoBackend::IoUring && !backend_requested => {
+                    tracing::warn!(error = %e, "fairlane falls back from io_uring");
+                    Driver::new(IoBackend::Fallback, processors)?
+                }
+                driver => driver?,
+            };
             let host = StdHost::new(driver);
             let cluster = CoreCluster::new(config, host).map_err(|e| invalid(e.to_string()))?;
             clusters.push(ClusterEntry {
