@@ -1,5 +1,6 @@
 //! [`File`]: an open file, read and written with owned buffers.
 
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::FileExt;
@@ -301,6 +302,32 @@ impl File {
             let file = self.std.clone();
             blocking(move || file.sync_all()).await
         }
+    }
+
+    /// The file's size, to size a buffer by: with io_uring a `STATX` ring
+    /// operation (no [`std::fs::Metadata`] is needed), else
+    /// [`metadata`](Self::metadata) on the pool. `None` if it is unknown.
+    pub(super) async fn size_hint(&self) -> Option<u64> {
+        if !self.uring() {
+            return self.metadata().await.ok().map(|m| m.len());
+        }
+        let fd = self.std.as_raw_fd();
+        // The kernel writes the buffer and reads the (empty) path: both
+        // are heap memory owned by the operation.
+        // SAFETY: `statx` is plain integers, for which zero is valid.
+        let buf: Box<libc::statx> = Box::new(unsafe { std::mem::zeroed() });
+        let data = (CString::default(), buf);
+        let op = Op::submit(&self.driver, data, false, |(path, buf)| {
+            let buf: *mut libc::statx = &mut **buf;
+            opcode::Statx::new(types::Fd(fd), path.as_ptr(), buf.cast())
+                .flags(libc::AT_EMPTY_PATH)
+                .mask(libc::STATX_SIZE)
+                .build()
+        })
+        .ok()?;
+        let (r, (_, buf)) = op.await;
+        r.ok()?;
+        (buf.stx_mask & libc::STATX_SIZE != 0).then_some(buf.stx_size)
     }
 
     /// The file's metadata (on the blocking pool in both backends).

@@ -12,7 +12,8 @@
 //! | operation | io_uring opcode | kernel |
 //! |---|---|---|
 //! | [`OpenOptions::open`], [`File::open`], [`File::create`] | `OPENAT` | always |
-//! | [`File::read_at`], [`File::read_to_end`], [`read`], [`read_to_string`] | `READ` | always |
+//! | [`File::read_at`], [`File::read_to_end`] | `READ` | always |
+//! | [`read`], [`read_to_string`] | `OPENAT`, `STATX` (the size), `READ` | always |
 //! | [`File::write_at`], [`File::write_all`], [`write`](fn@write) | `WRITE` | always |
 //! | [`File::sync_all`] | `FSYNC` | always |
 //! | [`remove_file`], [`remove_dir`] | `UNLINKAT` | always |

@@ -45,7 +45,8 @@ async fn on_paths<R: Send + 'static>(
 /// ```
 pub async fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
     let file = File::open(path).await?;
-    let hint = file.metadata().await.map(|m| m.len() as usize).unwrap_or(0);
+    // Only a hint: the file may change size meanwhile.
+    let hint = file.size_hint().await.unwrap_or(0).min(1 << 30) as usize;
     let (r, buf) = file.read_to_end(Vec::with_capacity(hint)).await;
     r.map(|_| buf)
 }
