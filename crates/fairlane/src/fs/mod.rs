@@ -315,7 +315,15 @@ mod tests {
         };
         let dir =
             std::env::temp_dir().join(format!("fairlane-fs-unit-pool-only-{}", std::process::id()));
+        /// Clears the flag however the test ends.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                POOL_ONLY.store(false, Ordering::Relaxed);
+            }
+        }
         POOL_ONLY.store(true, Ordering::Relaxed);
+        let reset = Reset;
         let result = rt.block_on(async {
             create_dir(&dir).await?;
             let err = create_dir(&dir).await.unwrap_err();
@@ -333,7 +341,7 @@ mod tests {
             }
             remove_dir(&dir).await
         });
-        POOL_ONLY.store(false, Ordering::Relaxed);
+        drop(reset);
         let _ = std::fs::remove_dir_all(&dir);
         result.unwrap();
     }
