@@ -45,8 +45,17 @@ impl TempDir {
 
 impl Drop for TempDir {
     fn drop(&mut self) {
-        // Permission tests may leave a directory without write access.
-        let _ = std::fs::set_permissions(&self.0, std::fs::Permissions::from_mode(0o755));
+        // Permission tests leave directories without write or search
+        // access: give them back before removing.
+        fn open_up(dir: &Path) {
+            let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
+            for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    open_up(&entry.path());
+                }
+            }
+        }
+        open_up(&self.0);
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
