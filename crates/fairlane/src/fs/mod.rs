@@ -1,55 +1,116 @@
-//! Files: [`File`], [`OpenOptions`], and the whole-file helpers [`read`],
-//! [`write`](fn@write), [`remove_file`], [`create_dir_all`].
+//! Files and directories, with the shapes of `tokio::fs`: [`File`],
+//! [`OpenOptions`], directory listing ([`read_dir`], [`ReadDir`],
+//! [`DirEntry`]) and the free functions ([`read`], [`write`](fn@write),
+//! [`read_to_string`], [`metadata`], [`rename`], [`copy`], ...). They return
+//! the standard library's types ([`std::fs::Metadata`],
+//! [`std::fs::Permissions`], [`std::fs::FileType`]).
 //!
-//! With io_uring, opening, reading, writing, syncing and removing are ring
-//! operations (the kernel runs the blocking parts on its own workers); in
-//! the fallback backend they run on the runtime's blocking pool. Metadata
-//! and directory creation use the blocking pool in both backends.
+//! # Which engine runs what
+//! In the fallback backend every operation runs on the runtime's blocking
+//! pool. With io_uring:
+//!
+//! | operation | io_uring opcode | kernel |
+//! |---|---|---|
+//! | [`OpenOptions::open`], [`File::open`], [`File::create`] | `OPENAT` | always |
+//! | [`File::read_at`], [`File::read_to_end`] | `READ` | always |
+//! | [`read`], [`read_to_string`] | `OPENAT`, `STATX` (the size), `READ` | always |
+//! | [`File::write_at`], [`File::write_all`], [`write`](fn@write) | `WRITE` | always |
+//! | [`File::sync_all`] | `FSYNC` | always |
+//! | [`remove_file`], [`remove_dir`] | `UNLINKAT` | always |
+//! | [`rename`] | `RENAMEAT` | Linux 5.11 |
+//! | [`create_dir`] | `MKDIRAT` | Linux 5.15 |
+//! | [`hard_link`] | `LINKAT` | Linux 5.15 |
+//! | [`symlink`] | `SYMLINKAT` | Linux 5.15 |
+//!
+//! "Always": the io_uring backend is chosen only where the kernel has the
+//! opcode. The others are probed once per process, the first time one of
+//! them is used; where the kernel lacks one, that operation runs on the
+//! blocking pool instead.
+//!
+//! The rest runs on the blocking pool in both backends: [`metadata`],
+//! [`symlink_metadata`], [`File::metadata`] and [`DirEntry::metadata`]
+//! (io_uring's `STATX` result cannot be turned into a
+//! [`std::fs::Metadata`], which has no public constructor),
+//! [`read_dir`] and [`ReadDir::next_entry`], [`canonicalize`], [`copy`],
+//! [`create_dir_all`], [`read_link`], [`remove_dir_all`],
+//! [`set_permissions`] and [`try_exists`].
 //!
 //! A [`File`] has a cursor used by [`File::read_to_end`] and
 //! [`File::write_all`]; [`File::read_at`] and [`File::write_at`] take
 //! explicit positions. Concurrent cursor calls on one file race for the
 //! cursor, as they would on a shared descriptor.
 //!
+//! # Errors
+//! Every operation gives the operating system's error as an [`io::Error`]
+//! (`NotFound`, `PermissionDenied`, `AlreadyExists`, `IsADirectory`,
+//! `NotADirectory`, `DirectoryNotEmpty`, ...; [`io::Error::raw_os_error`]
+//! has the `errno`), the same on both backends. A path containing a NUL
+//! byte is an `InvalidInput` error, as are contradictory [`OpenOptions`].
+//! Used outside a fairlane runtime, an operation fails with an error saying
+//! so.
+//!
 //! # Cancellation
 //! A file operation dropped before it completes may still take effect: the
-//! kernel (io_uring) or a pool thread (fallback) finishes or abandons it on
-//! its own, and its buffer is kept until then, so no memory is written
-//! after it was freed. Positioned reads and writes ([`File::read_at`],
-//! [`File::write_at`]) leave no other state behind, so dropping one is
-//! safe but says nothing about whether it happened; a dropped cursor call
-//! ([`File::read_to_end`], [`File::write_all`]) leaves the cursor wherever
-//! its completed steps moved it. A dropped [`OpenOptions::open`] closes
-//! the file it may have opened (and a file it created stays created).
+//! kernel (io_uring) or a pool thread (blocking pool) finishes or abandons
+//! it on its own, and its buffers and paths are kept until then, so no
+//! memory is written or read after it was freed. Positioned reads and
+//! writes ([`File::read_at`], [`File::write_at`]) leave no other state
+//! behind, so dropping one is safe but says nothing about whether it
+//! happened; a dropped cursor call ([`File::read_to_end`],
+//! [`File::write_all`]) leaves the cursor wherever its completed steps
+//! moved it. A dropped [`OpenOptions::open`] closes the file it may have
+//! opened (and a file it created stays created). A dropped path operation
+//! ([`rename`], [`remove_file`], [`create_dir`], ...) may or may not have
+//! happened. [`ReadDir::next_entry`] is cancel-safe: the entries a dropped
+//! call was fetching are returned by the next one.
 //!
 //! # Example
 //! ```
 //! let rt = fairlane::Runtime::builder().processors(1).build()?;
-//! let path = std::env::temp_dir().join(format!("fairlane-fs-doc-{}", std::process::id()));
+//! let dir = std::env::temp_dir().join(format!("fairlane-fs-doc-{}", std::process::id()));
 //! rt.block_on(async {
-//!     fairlane::fs::write(&path, b"hello".to_vec()).await?;
-//!     assert_eq!(fairlane::fs::read(&path).await?, b"hello");
-//!     fairlane::fs::remove_file(&path).await
+//!     fairlane::fs::create_dir(&dir).await?;
+//!     fairlane::fs::write(dir.join("a"), b"hello".to_vec()).await?;
+//!     fairlane::fs::rename(dir.join("a"), dir.join("b")).await?;
+//!     assert_eq!(fairlane::fs::read_to_string(dir.join("b")).await?, "hello");
+//!     let mut entries = fairlane::fs::read_dir(&dir).await?;
+//!     let entry = entries.next_entry().await?.expect("one entry");
+//!     assert_eq!(entry.file_name(), "b");
+//!     assert!(entries.next_entry().await?.is_none());
+//!     fairlane::fs::remove_file(dir.join("b")).await?;
+//!     fairlane::fs::remove_dir(&dir).await
 //! })?;
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
-use std::ffi::CString;
+mod dir;
+mod file;
+mod open_options;
+mod ops;
+
+use std::ffi::{CStr, CString, OsStr};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
 
-use io_uring::{opcode, types};
+use io_uring::{opcode, squeue};
 
-use crate::io::driver::Driver;
 use crate::io::uring::Op;
-use crate::io::{IoBackend, IoBuf, IoBufMut};
+use crate::io::IoBackend;
 use crate::net::socket::current_driver;
+use crate::task::JoinHandle;
 
+pub use self::dir::{read_dir, DirEntry, ReadDir};
+pub use self::file::File;
+pub use self::open_options::OpenOptions;
+pub use self::ops::{
+    canonicalize, copy, create_dir, create_dir_all, hard_link, metadata, read, read_link,
+    read_to_string, remove_dir, remove_dir_all, remove_file, rename, set_permissions, symlink,
+    symlink_metadata, try_exists, write,
+};
+
+/// `path` as a C string for the kernel; a NUL byte in it is bad input.
 fn path_cstring(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| {
         io::Error::new(
@@ -59,13 +120,38 @@ fn path_cstring(path: &Path) -> io::Result<CString> {
     })
 }
 
+/// The path a [`path_cstring`] result names.
+fn c_path(c: &CStr) -> &Path {
+    Path::new(OsStr::from_bytes(c.to_bytes()))
+}
+
+/// The error of a file operation used where no fairlane runtime is current.
+fn no_runtime() -> io::Error {
+    io::Error::other(
+        "fairlane file operations must be used inside a fairlane runtime (a task or \
+         Runtime::block_on)",
+    )
+}
+
+/// Starts `f` on the current runtime's blocking pool; an error (not a
+/// panic) where no runtime is current.
+fn spawn_on_pool<R: Send + 'static>(
+    f: impl FnOnce() -> R + Send + 'static,
+) -> io::Result<JoinHandle<R>> {
+    crate::runtime::context::with_current(|h| h.spawn_blocking(f)).ok_or_else(no_runtime)
+}
+
+/// The error of a blocking-pool job that did not finish (it panicked, or
+/// the runtime shut down before running it).
+fn pool_error(e: crate::task::JoinError) -> io::Error {
+    io::Error::other(format!("blocking file operation failed: {e}"))
+}
+
 /// Runs `f` on the blocking pool and waits for it.
 async fn blocking<R: Send + 'static>(
     f: impl FnOnce() -> io::Result<R> + Send + 'static,
 ) -> io::Result<R> {
-    crate::task::spawn_blocking(f)
-        .await
-        .map_err(|e| io::Error::other(format!("blocking file operation failed: {e}")))?
+    spawn_on_pool(f)?.await.map_err(pool_error)?
 }
 
 /// Runs `f` on `buf` on the blocking pool and hands `buf` back, even if
@@ -92,591 +178,171 @@ async fn on_pool<B: Send + 'static, R: Send + 'static>(
     (result, buf)
 }
 
-/// How to open a file, as [`std::fs::OpenOptions`].
-///
-/// # Example
-/// ```
-/// use fairlane::fs::OpenOptions;
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// let path = std::env::temp_dir().join(format!("fairlane-oo-doc-{}", std::process::id()));
-/// rt.block_on(async {
-///     let file = OpenOptions::new().write(true).create(true).truncate(true).open(&path).await?;
-///     file.write_all(b"abc".to_vec()).await.0?;
-///     fairlane::fs::remove_file(&path).await
-/// })?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-#[derive(Clone, Debug)]
-pub struct OpenOptions {
-    read: bool,
-    write: bool,
-    append: bool,
-    truncate: bool,
-    create: bool,
-    create_new: bool,
-    mode: u32,
+/// The io_uring opcode of a path operation ([`path_op`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PathOpcode {
+    /// `unlinkat`: in the set the io_uring backend requires.
+    Unlink,
+    /// `renameat`, Linux 5.11.
+    Rename,
+    /// `mkdirat`, Linux 5.15.
+    MkDir,
+    /// `linkat`, Linux 5.15.
+    Link,
+    /// `symlinkat`, Linux 5.15.
+    Symlink,
 }
 
-impl Default for OpenOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+impl PathOpcode {
+    const ALL: [PathOpcode; 5] = [
+        PathOpcode::Unlink,
+        PathOpcode::Rename,
+        PathOpcode::MkDir,
+        PathOpcode::Link,
+        PathOpcode::Symlink,
+    ];
 
-impl OpenOptions {
-    /// Nothing set (as std: set at least `read` or `write`).
-    ///
-    /// # Example
-    /// ```
-    /// let mut options = fairlane::fs::OpenOptions::new();
-    /// options.read(true);
-    /// ```
-    pub fn new() -> OpenOptions {
-        OpenOptions {
-            read: false,
-            write: false,
-            append: false,
-            truncate: false,
-            create: false,
-            create_new: false,
-            mode: 0o666,
+    fn code(self) -> u8 {
+        match self {
+            PathOpcode::Unlink => opcode::UnlinkAt::CODE,
+            PathOpcode::Rename => opcode::RenameAt::CODE,
+            PathOpcode::MkDir => opcode::MkDirAt::CODE,
+            PathOpcode::Link => opcode::LinkAt::CODE,
+            PathOpcode::Symlink => opcode::SymlinkAt::CODE,
         }
     }
 
-    /// Open for reading.
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().read(true);
-    /// ```
-    pub fn read(&mut self, on: bool) -> &mut Self {
-        self.read = on;
-        self
+    fn bit(self) -> u8 {
+        1 << self as u8
     }
 
-    /// Open for writing.
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().write(true);
-    /// ```
-    pub fn write(&mut self, on: bool) -> &mut Self {
-        self.write = on;
-        self
-    }
-
-    /// Writes go to the end of the file.
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().append(true);
-    /// ```
-    pub fn append(&mut self, on: bool) -> &mut Self {
-        self.append = on;
-        self
-    }
-
-    /// Truncate to length 0 when opening.
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().write(true).truncate(true);
-    /// ```
-    pub fn truncate(&mut self, on: bool) -> &mut Self {
-        self.truncate = on;
-        self
-    }
-
-    /// Create the file if it does not exist.
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().write(true).create(true);
-    /// ```
-    pub fn create(&mut self, on: bool) -> &mut Self {
-        self.create = on;
-        self
-    }
-
-    /// Create the file, failing with `AlreadyExists` if it exists.
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().write(true).create_new(true);
-    /// ```
-    pub fn create_new(&mut self, on: bool) -> &mut Self {
-        self.create_new = on;
-        self
-    }
-
-    /// Permission bits of a created file (default `0o666`, less the umask).
-    ///
-    /// # Example
-    /// ```
-    /// fairlane::fs::OpenOptions::new().write(true).create(true).mode(0o600);
-    /// ```
-    pub fn mode(&mut self, mode: u32) -> &mut Self {
-        self.mode = mode;
-        self
-    }
-
-    fn flags(&self) -> io::Result<libc::c_int> {
-        let access = match (self.read, self.write || self.append) {
-            (true, false) => libc::O_RDONLY,
-            (false, true) => libc::O_WRONLY,
-            (true, true) => libc::O_RDWR,
-            (false, false) => {
-                return Err(io::Error::new(
-                    io::ErrorKind::InvalidInput,
-                    "open: set read, write or append",
-                ))
-            }
-        };
-        if (self.truncate || self.create || self.create_new) && !(self.write || self.append) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "open: truncate and create need write or append",
-            ));
+    /// Whether the kernel has this opcode: probed once per process (the
+    /// answer is the kernel's, the same for every runtime).
+    fn supported(self) -> bool {
+        static SUPPORTED: OnceLock<u8> = OnceLock::new();
+        #[cfg(test)]
+        if tests::POOL_ONLY.load(std::sync::atomic::Ordering::Relaxed) {
+            return false;
         }
-        let mut flags = access | libc::O_CLOEXEC;
-        if self.append {
-            flags |= libc::O_APPEND;
-        }
-        if self.truncate {
-            flags |= libc::O_TRUNC;
-        }
-        if self.create_new {
-            flags |= libc::O_CREAT | libc::O_EXCL;
-        } else if self.create {
-            flags |= libc::O_CREAT;
-        }
-        Ok(flags)
-    }
-
-    /// Opens `path` with these options.
-    ///
-    /// # Errors
-    /// The operating system's error (`NotFound`, `PermissionDenied`,
-    /// `AlreadyExists`, ...); `InvalidInput` for contradictory options.
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let err = rt
-    ///     .block_on(fairlane::fs::OpenOptions::new().read(true).open("/no/such/file"))
-    ///     .unwrap_err();
-    /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub async fn open<P: AsRef<Path>>(&self, path: P) -> io::Result<File> {
-        let flags = self.flags()?;
-        let driver = current_driver()?;
-        let path = path.as_ref();
-        let file = if driver.backend() == IoBackend::IoUring {
-            let c = path_cstring(path)?;
-            let mode = self.mode;
-            let op = Op::submit(&driver, c, true, |c| {
-                opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), c.as_ptr())
-                    .flags(flags)
-                    .mode(mode)
-                    .build()
-            })
-            .map_err(|(e, _)| e)?;
-            let fd = op.await.0? as RawFd;
-            // SAFETY: a new descriptor nobody else owns.
-            unsafe { std::fs::File::from_raw_fd(fd) }
-        } else {
-            let mut std_options = std::fs::OpenOptions::new();
-            std_options
-                .read(self.read)
-                .write(self.write)
-                .append(self.append)
-                .truncate(self.truncate)
-                .create(self.create)
-                .create_new(self.create_new)
-                .mode(self.mode);
-            let path = path.to_path_buf();
-            blocking(move || std_options.open(path)).await?
-        };
-        Ok(File {
-            std: Arc::new(file),
-            driver,
-            cursor: AtomicU64::new(0),
-        })
+        SUPPORTED.get_or_init(probe_path_opcodes) & self.bit() != 0
     }
 }
 
-/// An open file.
-///
-/// # Example
-/// ```
-/// use fairlane::fs::File;
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// let path = std::env::temp_dir().join(format!("fairlane-file-doc-{}", std::process::id()));
-/// rt.block_on(async {
-///     let file = File::create(&path).await?;
-///     file.write_at(b"world".to_vec(), 6).await.0?;
-///     file.write_at(b"hello ".to_vec(), 0).await.0?;
-///     file.sync_all().await?;
-///     let file = File::open(&path).await?;
-///     let (n, buf) = file.read_at(Vec::with_capacity(64), 0).await;
-///     assert_eq!(&buf[..n?], b"hello world");
-///     assert_eq!(file.metadata().await?.len(), 11);
-///     fairlane::fs::remove_file(&path).await
-/// })?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub struct File {
-    std: Arc<std::fs::File>,
-    driver: Arc<Driver>,
-    cursor: AtomicU64,
-}
-
-impl File {
-    /// Opens `path` for reading.
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let err = rt.block_on(fairlane::fs::File::open("/no/such/file")).unwrap_err();
-    /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub async fn open<P: AsRef<Path>>(path: P) -> io::Result<File> {
-        OpenOptions::new().read(true).open(path).await
-    }
-
-    /// Creates (or truncates) `path` for writing.
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f() -> std::io::Result<fairlane::fs::File> { fairlane::fs::File::create("out.txt").await }
-    /// ```
-    pub async fn create<P: AsRef<Path>>(path: P) -> io::Result<File> {
-        OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(path)
-            .await
-    }
-
-    fn uring(&self) -> bool {
-        self.driver.backend() == IoBackend::IoUring
-    }
-
-    /// Reads into `buf` (from its start, up to its capacity) from file
-    /// position `pos`. `Ok(0)` at the end of the file; a buffer without
-    /// room (zero capacity) also reads `Ok(0)`, at once, which looks the
-    /// same as the end of the file (as with tokio), so give it capacity.
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<Vec<u8>> {
-    ///     let (n, buf) = file.read_at(Vec::with_capacity(4096), 0).await;
-    ///     n.map(|_| buf)
-    /// }
-    /// ```
-    pub async fn read_at<B: IoBufMut>(&self, mut buf: B, pos: u64) -> (io::Result<usize>, B) {
-        let result = if self.uring() {
-            let fd = self.std.as_raw_fd();
-            let op = Op::submit(&self.driver, buf, false, |b| {
-                let len = b.bytes_total().min(u32::MAX as usize) as u32;
-                opcode::Read::new(types::Fd(fd), b.stable_mut_ptr(), len)
-                    .offset(pos)
-                    .build()
-            });
-            match op {
-                Ok(op) => {
-                    let (r, b) = op.await;
-                    buf = b;
-                    r.map(|n| n as usize)
-                }
-                Err((e, b)) => return (Err(e), b),
-            }
-        } else {
-            let file = self.std.clone();
-            let (r, b) = on_pool(buf, move |buf| {
-                let offset = libc::off64_t::try_from(pos).map_err(|_| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "a file position must be below 2^63",
-                    )
-                })?;
-                // The kernel writes into the raw pointer: the bytes past
-                // `bytes_init` may be uninitialised, so no `&mut [u8]` is
-                // made over them.
-                let ptr = buf.stable_mut_ptr();
-                let len = buf.bytes_total();
-                // SAFETY: `ptr .. ptr + len` is `buf`'s writable memory
-                // (initialised or not), which `buf` keeps alive across the
-                // call; the file descriptor is owned by `file`, alive here.
-                let n = unsafe { libc::pread64(file.as_raw_fd(), ptr.cast(), len, offset) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
+/// The [`PathOpcode`]s the kernel has, as a mask of their bits. A failed
+/// probe counts as none (the blocking pool does them all).
+fn probe_path_opcodes() -> u8 {
+    let probe = || -> io::Result<io_uring::Probe> {
+        let ring = io_uring::IoUring::new(2)?;
+        let mut probe = io_uring::Probe::new();
+        ring.submitter().register_probe(&mut probe)?;
+        Ok(probe)
+    };
+    match probe() {
+        Ok(probe) => {
+            let mut mask = 0;
+            for op in PathOpcode::ALL {
+                if probe.is_supported(op.code()) {
+                    mask |= op.bit();
                 } else {
-                    Ok(n as usize)
-                }
-            })
-            .await;
-            buf = b;
-            r
-        };
-        if let Ok(n) = result {
-            // SAFETY: the kernel wrote `n` bytes from the buffer's start.
-            unsafe { buf.set_init(n) };
-        }
-        (result, buf)
-    }
-
-    /// Writes some of `buf`'s bytes at file position `pos`; how many is the
-    /// result.
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<usize> {
-    ///     file.write_at(b"data".to_vec(), 0).await.0
-    /// }
-    /// ```
-    pub async fn write_at<B: IoBuf>(&self, buf: B, pos: u64) -> (io::Result<usize>, B) {
-        self.write_range(buf, 0, pos).await
-    }
-
-    /// Writes `buf[start..]` at `pos`.
-    async fn write_range<B: IoBuf>(
-        &self,
-        buf: B,
-        start: usize,
-        pos: u64,
-    ) -> (io::Result<usize>, B) {
-        let start = start.min(buf.bytes_init());
-        if self.uring() {
-            let fd = self.std.as_raw_fd();
-            let op = Op::submit(&self.driver, buf, false, |b| {
-                let len = (b.bytes_init() - start).min(u32::MAX as usize) as u32;
-                // SAFETY: `start <= bytes_init`: inside the buffer.
-                let ptr = unsafe { b.stable_ptr().add(start) };
-                opcode::Write::new(types::Fd(fd), ptr, len)
-                    .offset(pos)
-                    .build()
-            });
-            match op {
-                Ok(op) => {
-                    let (r, b) = op.await;
-                    (r.map(|n| n as usize), b)
-                }
-                Err((e, b)) => (Err(e), b),
-            }
-        } else {
-            let file = self.std.clone();
-            on_pool(buf, move |buf| {
-                file.write_at(&crate::io::init_slice(buf)[start..], pos)
-            })
-            .await
-        }
-    }
-
-    /// Writes all of `buf`'s bytes at `pos`.
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> {
-    ///     file.write_all_at(vec![0u8; 1 << 20], 4096).await.0
-    /// }
-    /// ```
-    pub async fn write_all_at<B: IoBuf>(&self, mut buf: B, pos: u64) -> (io::Result<()>, B) {
-        let mut done = 0;
-        while done < buf.bytes_init() {
-            let (r, b) = self.write_range(buf, done, pos + done as u64).await;
-            buf = b;
-            match r {
-                Ok(0) => return (Err(io::ErrorKind::WriteZero.into()), buf),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return (Err(e), buf),
-            }
-        }
-        (Ok(()), buf)
-    }
-
-    /// Writes all of `buf`'s bytes at the cursor and advances it.
-    ///
-    /// # Errors
-    /// The operating system's error, e.g. `StorageFull` (`ENOSPC`) on a full
-    /// disk, `BadFileDescriptor`-class `EBADF` for a file opened read-only.
-    ///
-    /// # Example
-    /// See [`OpenOptions`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> {
-    ///     file.write_all("line\n").await.0
-    /// }
-    /// ```
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
-        let pos = self.cursor.load(Ordering::Relaxed);
-        let len = buf.bytes_init() as u64;
-        let (r, buf) = self.write_all_at(buf, pos).await;
-        if r.is_ok() {
-            self.cursor.store(pos + len, Ordering::Relaxed);
-        }
-        (r, buf)
-    }
-
-    /// Reads from the cursor to the end of the file, appending to `buf`;
-    /// the count read. Advances the cursor.
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<Vec<u8>> {
-    ///     let (n, buf) = file.read_to_end(Vec::new()).await;
-    ///     n.map(|_| buf)
-    /// }
-    /// ```
-    pub async fn read_to_end(&self, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
-        let start = buf.len();
-        let mut pos = self.cursor.load(Ordering::Relaxed);
-        let mut chunk: Vec<u8> = Vec::with_capacity(64 * 1024);
-        loop {
-            chunk.clear();
-            let (r, c) = self.read_at(chunk, pos).await;
-            chunk = c;
-            match r {
-                Ok(0) => break,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    pos += n as u64;
-                    // Grow the chunk for large files: fewer operations.
-                    if n == chunk.capacity() && chunk.capacity() < 4 << 20 {
-                        chunk.reserve(chunk.capacity() * 2);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.cursor.store(pos, Ordering::Relaxed);
-                    return (Err(e), buf);
+                    tracing::debug!(
+                        opcode = ?op,
+                        "io_uring opcode missing: that file operation uses the blocking pool"
+                    );
                 }
             }
+            mask
         }
-        self.cursor.store(pos, Ordering::Relaxed);
-        let n = buf.len() - start;
-        (Ok(n), buf)
-    }
-
-    /// Flushes data and metadata to the device (`fsync`).
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> { file.sync_all().await }
-    /// ```
-    pub async fn sync_all(&self) -> io::Result<()> {
-        if self.uring() {
-            let fd = self.std.as_raw_fd();
-            let op = Op::submit(&self.driver, (), false, |_| {
-                opcode::Fsync::new(types::Fd(fd)).build()
-            })
-            .map_err(|(e, _)| e)?;
-            op.await.0.map(drop)
-        } else {
-            let file = self.std.clone();
-            blocking(move || file.sync_all()).await
+        Err(e) => {
+            tracing::debug!(
+                error = %e,
+                "probing io_uring path opcodes failed: path operations use the blocking pool"
+            );
+            0
         }
     }
-
-    /// The file's metadata (on the blocking pool in both backends).
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<u64> { Ok(file.metadata().await?.len()) }
-    /// ```
-    pub async fn metadata(&self) -> io::Result<std::fs::Metadata> {
-        let file = self.std.clone();
-        blocking(move || file.metadata()).await
-    }
 }
 
-impl std::fmt::Debug for File {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("File")
-            .field("fd", &self.std.as_raw_fd())
-            .finish()
-    }
-}
-
-impl AsRawFd for File {
-    fn as_raw_fd(&self) -> RawFd {
-        self.std.as_raw_fd()
-    }
-}
-
-/// Reads a whole file.
-///
-/// # Example
-/// ```
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// let err = rt.block_on(fairlane::fs::read("/no/such/file")).unwrap_err();
-/// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub async fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
-    let file = File::open(path).await?;
-    let hint = file.metadata().await.map(|m| m.len() as usize).unwrap_or(0);
-    let (r, buf) = file.read_to_end(Vec::with_capacity(hint)).await;
-    r.map(|_| buf)
-}
-
-/// Writes `contents` to `path`, creating or truncating it.
-///
-/// # Example
-/// See the [module](self) example.
-/// ```
-/// async fn f() -> std::io::Result<()> { fairlane::fs::write("out.txt", "contents").await }
-/// ```
-pub async fn write<P: AsRef<Path>, B: IoBuf>(path: P, contents: B) -> io::Result<()> {
-    let file = File::create(path).await?;
-    file.write_all(contents).await.0
-}
-
-/// Removes a file.
-///
-/// # Example
-/// ```
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// let err = rt.block_on(fairlane::fs::remove_file("/no/such/file")).unwrap_err();
-/// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub async fn remove_file<P: AsRef<Path>>(path: P) -> io::Result<()> {
+/// A path operation without a result but success: on io_uring, where the
+/// kernel has `opcode`, the entry `build` makes from `paths` (the owned C
+/// strings it points into, kept in the operation until the kernel is done
+/// with them); otherwise `fallback(paths)` on the blocking pool.
+async fn path_op<T: Send + 'static>(
+    opcode: PathOpcode,
+    paths: T,
+    build: impl FnOnce(&mut T) -> squeue::Entry,
+    fallback: impl FnOnce(T) -> io::Result<()> + Send + 'static,
+) -> io::Result<()> {
     let driver = current_driver()?;
-    if driver.backend() == IoBackend::IoUring {
-        let c = path_cstring(path.as_ref())?;
-        let op = Op::submit(&driver, c, false, |c| {
-            opcode::UnlinkAt::new(types::Fd(libc::AT_FDCWD), c.as_ptr()).build()
-        })
-        .map_err(|(e, _)| e)?;
+    if driver.backend() == IoBackend::IoUring && opcode.supported() {
+        let op = Op::submit(&driver, paths, false, build).map_err(|(e, _)| e)?;
         op.await.0.map(drop)
     } else {
-        let path: PathBuf = path.as_ref().to_path_buf();
-        blocking(move || std::fs::remove_file(path)).await
+        blocking(move || fallback(paths)).await
     }
 }
 
-/// Creates a directory and all its missing parents (on the blocking pool).
-///
-/// # Example
-/// ```
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// let dir = std::env::temp_dir().join(format!("fairlane-dir-doc-{}/a/b", std::process::id()));
-/// rt.block_on(fairlane::fs::create_dir_all(&dir))?;
-/// assert!(dir.is_dir());
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub async fn create_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
-    current_driver()?;
-    let path = path.as_ref().to_path_buf();
-    blocking(move || std::fs::create_dir_all(path)).await
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use super::*;
+    use crate::Runtime;
+
+    /// Makes every [`PathOpcode`] look missing, as on an older kernel: the
+    /// io_uring backend then runs path operations on the blocking pool.
+    /// Tests that run meanwhile in this process take that path too, with
+    /// the same results. `Relaxed`: only the flag itself is communicated.
+    pub(super) static POOL_ONLY: AtomicBool = AtomicBool::new(false);
+
+    #[test]
+    fn the_probe_finds_the_required_opcode() {
+        // UNLINKAT is in the set the io_uring backend requires.
+        if crate::io::uring::Ring::probe().is_ok() {
+            assert!(probe_path_opcodes() & PathOpcode::Unlink.bit() != 0);
+        }
+    }
+
+    /// Path operations on an io_uring runtime whose kernel lacks their
+    /// opcodes run on the blocking pool, with the same results.
+    #[test]
+    fn missing_opcodes_fall_back_to_the_blocking_pool() {
+        let Ok(rt) = Runtime::builder()
+            .processors(1)
+            .io_backend(IoBackend::IoUring)
+            .build()
+        else {
+            return; // io_uring is unavailable here: nothing to fall back from
+        };
+        let dir =
+            std::env::temp_dir().join(format!("fairlane-fs-unit-pool-only-{}", std::process::id()));
+        /// Clears the flag however the test ends.
+        struct Reset;
+        impl Drop for Reset {
+            fn drop(&mut self) {
+                POOL_ONLY.store(false, Ordering::Relaxed);
+            }
+        }
+        POOL_ONLY.store(true, Ordering::Relaxed);
+        let reset = Reset;
+        let result = rt.block_on(async {
+            create_dir(&dir).await?;
+            let err = create_dir(&dir).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::AlreadyExists);
+            write(dir.join("a"), "x").await?;
+            rename(dir.join("a"), dir.join("b")).await?;
+            hard_link(dir.join("b"), dir.join("c")).await?;
+            symlink("b", dir.join("d")).await?;
+            assert_eq!(read_link(dir.join("d")).await?, Path::new("b"));
+            assert_eq!(read_to_string(dir.join("d")).await?, "x");
+            let err = remove_dir(&dir).await.unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::DirectoryNotEmpty);
+            for name in ["b", "c", "d"] {
+                remove_file(dir.join(name)).await?;
+            }
+            remove_dir(&dir).await
+        });
+        drop(reset);
+        let _ = std::fs::remove_dir_all(&dir);
+        result.unwrap();
+    }
 }
