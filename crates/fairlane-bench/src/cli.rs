@@ -24,7 +24,7 @@ by run. The table shows, for each workload and configuration, the median over th
 with (min-max), and how many times better fairlane is than each peer (peer / fairlane \
 for costs: >1x means fairlane is ahead, <1x behind).
 
-Workloads (design notes section 4): cycle, yield, churn, locality, transfer, \
+Workloads: cycle, yield, churn, locality, transfer, \
 transfer-park run loaded and lightly loaded at each processor count (transfer needs at \
 least 2 processors); spawn at each processor count; wake (with the std-thread \
 park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio, monoio; runtimes without a network API skip it) at the largest one.";

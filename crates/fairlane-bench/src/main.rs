@@ -2,8 +2,8 @@
 //!
 //! `cargo run --release -p fairlane-bench` runs the quick suite (about two
 //! minutes on a 2-core machine) and prints one table comparing fairlane with
-//! tokio's multi-thread runtime and async-executor on the workloads of the
-//! design notes (§4), and with monoio (thread-per-core, io_uring) on the echo
+//! tokio's multi-thread runtime and async-executor on the scheduler
+//! workloads (`--help` lists them), and with monoio (thread-per-core, io_uring) on the echo
 //! workload. `--help` lists the options.
 //!
 //! The crate is two programs in one binary:

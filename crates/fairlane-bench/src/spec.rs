@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 /// Prefix of the one stdout line that carries a child's [`Outcome`].
 pub const RESULT_MARKER: &str = "FAIRLANE_BENCH_RESULT ";
 
-/// A workload of the suite (design notes §4, plus the micro measurements).
+/// A workload of the suite (the scheduler workloads, echo, and the micro
+/// measurements).
 #[derive(
     Debug,
     Clone,

@@ -1,4 +1,4 @@
-//! Fairness: the transfer scenario (design notes §4) and yield fairness.
+//! Fairness: the transfer scenario and yield fairness.
 //!
 //! Transfer: 20 tasks on 2 processors. A leader bumps an epoch and then
 //! busy-waits, without yielding, until each of the 19 others has acknowledged

@@ -2,6 +2,8 @@
 //! [`OpenOptions`] rules) on both I/O backends, success and every error
 //! case, each test in a temporary directory of its own.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::{self, ErrorKind};
@@ -14,13 +16,7 @@ use fairlane::Runtime;
 use futures_lite::future::poll_once;
 
 fn runtime(backend: IoBackend) -> Runtime {
-    let rt = Runtime::builder()
-        .processors(2)
-        .io_backend(backend)
-        .build()
-        .expect("build runtime");
-    assert_eq!(rt.io_backend(), backend);
-    rt
+    common::backend_runtime(backend, 2)
 }
 
 /// A directory of its own for one test (process id, test name, backend),
@@ -60,23 +56,7 @@ impl Drop for TempDir {
     }
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn io_uring() {
-                super::$name(IoBackend::IoUring);
-            }
-            #[test]
-            fn fallback() {
-                super::$name(IoBackend::Fallback);
-            }
-        }
-    )*};
-}
-
-on_both_backends!(
+common::on_both_backends!(
     directories,
     rename_cases,
     hard_links,

@@ -12,43 +12,10 @@ use std::time::Duration;
 
 use fairlane::io::IoBackend;
 use fairlane::net::{TcpListener, TcpStream, UdpSocket};
-use fairlane::Runtime;
 
-fn runtime(backend: IoBackend, processors: usize) -> Runtime {
-    let rt = Runtime::builder()
-        .processors(processors)
-        .io_backend(backend)
-        .build()
-        .expect("build runtime");
-    assert_eq!(rt.io_backend(), backend);
-    rt
-}
+use common::backend_runtime as runtime;
 
-/// Runs a scenario once per backend, each as its own test, under a deadline.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn io_uring() {
-                run(stringify!($name), IoBackend::IoUring, super::$name);
-            }
-            #[test]
-            fn fallback() {
-                run(stringify!($name), IoBackend::Fallback, super::$name);
-            }
-        }
-    )*};
-}
-
-fn run(name: &str, backend: IoBackend, scenario: fn(IoBackend)) {
-    common::with_deadline(name, common::DEADLINE, String::new, move || {
-        let _serial = common::serial();
-        scenario(backend)
-    });
-}
-
-on_both_backends!(
+common::on_both_backends!(
     reads_dropped_by_timeouts_lose_no_byte,
     datagram_reads_dropped_by_timeouts_lose_no_datagram,
     a_dropped_write_leaves_no_hole,
@@ -75,6 +42,8 @@ fn stream_byte(c: usize, j: usize) -> u8 {
 }
 
 fn reads_dropped_by_timeouts_lose_no_byte(backend: IoBackend) {
+    // Heavy: one scenario of this binary at a time.
+    let _serial = common::serial();
     // Many connections, each sending 50 chunks of 64 bytes in rounds, while
     // the server's reads time out every few hundred microseconds: reads are
     // dropped in flight all the time, some just as their data arrived.
@@ -162,6 +131,8 @@ fn reads_dropped_by_timeouts_lose_no_byte(backend: IoBackend) {
 }
 
 fn datagram_reads_dropped_by_timeouts_lose_no_datagram(backend: IoBackend) {
+    // Heavy: one scenario of this binary at a time.
+    let _serial = common::serial();
     const DATAGRAMS: u32 = 400;
     let rt = runtime(backend, 2);
     let socket = rt
@@ -222,6 +193,8 @@ async fn pair() -> (TcpStream, std::net::TcpStream) {
 }
 
 fn a_dropped_write_leaves_no_hole(backend: IoBackend) {
+    // Heavy: one scenario of this binary at a time.
+    let _serial = common::serial();
     // The peer does not read, so a large write cannot finish and is dropped
     // by its timeout in flight; the next write must come after all of it.
     const FIRST: usize = 8 << 20;
@@ -259,6 +232,8 @@ fn a_dropped_write_leaves_no_hole(backend: IoBackend) {
 }
 
 fn dropping_a_stream_cancels_its_dropped_writes(backend: IoBackend) {
+    // Heavy: one scenario of this binary at a time.
+    let _serial = common::serial();
     // A write dropped in flight to a peer that does not read, then the
     // stream dropped: the connection must close (the peer reads to the
     // end), not stay open behind the kept write.

@@ -6,6 +6,8 @@
 //!
 //! Skipped (with a message) where strace is missing or cannot trace here.
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -107,43 +109,12 @@ fn faults_child_workload() {
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = fairlane::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else {
-                    return;
-                };
-                fairlane::spawn(async move {
-                    let mut buf = Vec::with_capacity(256);
-                    loop {
-                        let (n, b) = stream.read_owned(buf).await;
-                        if !matches!(n, Ok(n) if n > 0) {
-                            return;
-                        }
-                        let (r, b) = stream.write_all_owned(b).await;
-                        if r.is_err() {
-                            return;
-                        }
-                        buf = b;
-                    }
-                });
-            }
-        });
+        let server = fairlane::spawn(common::echo_server(listener));
         let clients: Vec<_> = (0..20u32)
             .map(|c| {
                 fairlane::spawn(async move {
                     let stream = TcpStream::connect(addr).await.unwrap();
-                    for i in 0..20u32 {
-                        let msg = format!("client {c} message {i}").into_bytes();
-                        let (r, msg) = stream.write_all_owned(msg).await;
-                        r.unwrap();
-                        let mut got = Vec::new();
-                        while got.len() < msg.len() {
-                            let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
-                            assert!(n.unwrap() > 0, "echo closed early");
-                            got.extend_from_slice(&buf);
-                        }
-                        assert_eq!(got, msg);
-                    }
+                    common::echo_round_trips(&stream, c, 20).await;
                 })
             })
             .collect();

@@ -12,13 +12,7 @@ use fairlane::io::IoBackend;
 use fairlane::Runtime;
 
 fn runtime(backend: IoBackend) -> Runtime {
-    let rt = Runtime::builder()
-        .processors(2)
-        .io_backend(backend)
-        .build()
-        .expect("build runtime");
-    assert_eq!(rt.io_backend(), backend);
-    rt
+    common::backend_runtime(backend, 2)
 }
 
 fn temp_path(tag: &str) -> PathBuf {
@@ -30,23 +24,7 @@ fn temp_path(tag: &str) -> PathBuf {
     ))
 }
 
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn io_uring() {
-                super::$name(IoBackend::IoUring);
-            }
-            #[test]
-            fn fallback() {
-                super::$name(IoBackend::Fallback);
-            }
-        }
-    )*};
-}
-
-on_both_backends!(
+common::on_both_backends!(
     small_round_trip,
     large_file_round_trip,
     positioned_reads_and_writes,

@@ -12,43 +12,11 @@ use std::time::Duration;
 
 use fairlane::io::{IoBackend, IoBuf, IoBufMut};
 use fairlane::net::{TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream};
-use fairlane::Runtime;
 use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
 
-fn runtime(backend: IoBackend, processors: usize) -> Runtime {
-    let rt = Runtime::builder()
-        .processors(processors)
-        .io_backend(backend)
-        .build()
-        .expect("build runtime");
-    assert_eq!(rt.io_backend(), backend);
-    rt
-}
+use common::backend_runtime as runtime;
 
-/// Runs a scenario once per backend, each as its own test.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn io_uring() {
-                run(stringify!($name), IoBackend::IoUring, super::$name);
-            }
-            #[test]
-            fn fallback() {
-                run(stringify!($name), IoBackend::Fallback, super::$name);
-            }
-        }
-    )*};
-}
-
-fn run(name: &str, backend: IoBackend, scenario: fn(IoBackend)) {
-    common::with_deadline(name, common::DEADLINE, String::new, move || {
-        scenario(backend)
-    });
-}
-
-on_both_backends!(
+common::on_both_backends!(
     tcp_echo_with_many_connections,
     tcp_large_transfer_through_futures_io,
     tcp_split_halves,
@@ -71,35 +39,12 @@ on_both_backends!(
     data_read_by_dropped_reads_lands_in_live_buffers,
 );
 
-async fn echo_server(listener: TcpListener) {
-    loop {
-        let Ok((stream, _)) = listener.accept().await else {
-            return;
-        };
-        fairlane::spawn(async move {
-            let mut buf = Vec::with_capacity(4096);
-            loop {
-                let (n, b) = stream.read_owned(buf).await;
-                match n {
-                    Ok(n) if n > 0 => {}
-                    _ => return,
-                }
-                let (r, b) = stream.write_all_owned(b).await;
-                if r.is_err() {
-                    return;
-                }
-                buf = b;
-            }
-        });
-    }
-}
-
 fn tcp_echo_with_many_connections(backend: IoBackend) {
     let rt = runtime(backend, 2);
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        fairlane::spawn(echo_server(listener));
+        fairlane::spawn(common::echo_server(listener));
         let clients: Vec<_> = (0..100u32)
             .map(|c| {
                 fairlane::spawn(async move {
@@ -107,18 +52,7 @@ fn tcp_echo_with_many_connections(backend: IoBackend) {
                     stream.set_nodelay(true).unwrap();
                     assert!(stream.nodelay().unwrap());
                     assert_eq!(stream.peer_addr().unwrap(), addr);
-                    for i in 0..20u32 {
-                        let msg = format!("client {c} message {i}").into_bytes();
-                        let (r, msg) = stream.write_all_owned(msg).await;
-                        r.unwrap();
-                        let mut got = Vec::new();
-                        while got.len() < msg.len() {
-                            let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
-                            assert!(n.unwrap() > 0, "echo closed early");
-                            got.extend_from_slice(&buf);
-                        }
-                        assert_eq!(got, msg);
-                    }
+                    common::echo_round_trips(&stream, c, 20).await;
                 })
             })
             .collect();
@@ -131,7 +65,7 @@ fn tcp_echo_with_many_connections(backend: IoBackend) {
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = fairlane::spawn(echo_server(listener));
+        let server = fairlane::spawn(common::echo_server(listener));
         let stream = TcpStream::connect(addr).await.unwrap();
         let (r, _) = stream.write_all_owned(&b"from a plain thread"[..]).await;
         r.unwrap();
@@ -168,7 +102,7 @@ fn tcp_split_halves(backend: IoBackend) {
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        fairlane::spawn(echo_server(listener));
+        fairlane::spawn(common::echo_server(listener));
         let (read, write) = TcpStream::connect(addr).await.unwrap().into_split();
         assert_eq!(read.peer_addr().unwrap(), addr);
         let total = 200 * 1000;
@@ -636,7 +570,7 @@ fn io_across_block_in_place(backend: IoBackend) {
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        fairlane::spawn(echo_server(listener));
+        fairlane::spawn(common::echo_server(listener));
         let task = fairlane::spawn(async move {
             let stream = TcpStream::connect(addr).await.unwrap();
             for round in 0..3u8 {

@@ -1,4 +1,4 @@
-//! The starvation cases users of today's runtimes report (design notes §5),
+//! The starvation cases users of today's runtimes report,
 //! reproduced against fairlane, which must pass each by construction (ages),
 //! not by a per-case knob. Assertions count events; the only clock is the
 //! generous deadline that turns a hang into a failure.

@@ -15,39 +15,10 @@ use fairlane::net::{TcpListener, UnixListener};
 use fairlane::Runtime;
 
 fn runtime(backend: IoBackend) -> Runtime {
-    let rt = Runtime::builder()
-        .processors(1)
-        .io_backend(backend)
-        .build()
-        .expect("build runtime");
-    assert_eq!(rt.io_backend(), backend);
-    rt
+    common::backend_runtime(backend, 1)
 }
 
-/// Runs a scenario once per backend, each as its own test.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            use super::*;
-            #[test]
-            fn io_uring() {
-                run(stringify!($name), IoBackend::IoUring, super::$name);
-            }
-            #[test]
-            fn fallback() {
-                run(stringify!($name), IoBackend::Fallback, super::$name);
-            }
-        }
-    )*};
-}
-
-fn run(name: &str, backend: IoBackend, scenario: fn(IoBackend)) {
-    common::with_deadline(name, common::DEADLINE, String::new, move || {
-        scenario(backend)
-    });
-}
-
-on_both_backends!(
+common::on_both_backends!(
     tcp_accept_after_the_peer_reset,
     unix_accept_after_the_peer_left,
     unix_accept_reports_a_bound_peer_path,

@@ -6,8 +6,8 @@
 //! One operation is one write-seat-block round. The suite also reports the
 //! percentage of operations a task ran on a different worker thread than its
 //! previous one (a *move*: its data array had to follow it between caches).
-//! The data stays with its task (the design notes' optional hand-over of the
-//! array to the woken occupant is not used).
+//! The data stays with its task (it is not handed over to the woken
+//! occupant).
 
 use super::{join_all, Emit};
 use crate::harness::{measure, worker_id, Counters, Rng};

@@ -7,8 +7,8 @@
 //! runtime that hangs or crashes at shutdown still gets its measurement
 //! recorded; the child's teardown watchdog reports the hang separately.
 //!
-//! Definitions follow the design notes, §4; each module's documentation
-//! gives the details the notes leave open.
+//! Each module's documentation defines its workload: what a task does, what
+//! one operation is, and what is measured.
 
 use crate::runtimes::BenchRuntime;
 use crate::spec::{ChildSpec, Outcome, Workload};

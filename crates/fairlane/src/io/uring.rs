@@ -354,26 +354,15 @@ impl Ring {
         st: &mut State,
         fired: &mut Vec<Waker>,
     ) -> io::Result<()> {
-        let mut busy = 0;
-        loop {
-            let Err(e) = self.ring.submit() else {
-                return Ok(());
-            };
-            match e.raw_os_error() {
-                Some(libc::EINTR) => {}
-                Some(libc::EBUSY | libc::EAGAIN) if busy < SUBMIT_RETRIES => {
-                    busy += 1;
-                    if proc.may_drain(st) {
-                        self.reap(proc, st, fired);
-                    } else {
-                        // The owner waits in this ring: its wait returns
-                        // for the completions and reaps them.
-                        std::thread::yield_now();
-                    }
-                }
-                _ => return Err(e),
+        self.submit_riding_out(|| {
+            if proc.may_drain(st) {
+                self.reap(proc, st, fired);
+            } else {
+                // The owner waits in this ring: its wait returns for the
+                // completions and reaps them.
+                std::thread::yield_now();
             }
-        }
+        })
     }
 
     /// `submit` for a thread that does not hold the processor's lock (the
@@ -381,6 +370,22 @@ impl Ring {
     /// `EAGAIN`, and only if it is free (its holder may be waiting for this
     /// very submission, `SubmitThread::request_and_wait`).
     pub(crate) fn submit_unlocked(&self, proc: &Proc) -> io::Result<()> {
+        self.submit_riding_out(|| {
+            let mut fired = Vec::new();
+            match proc.try_lock() {
+                Some(mut st) if proc.may_drain(&st) => {
+                    self.reap(proc, &mut st, &mut fired);
+                }
+                _ => std::thread::yield_now(),
+            }
+            fired.into_iter().for_each(Waker::wake);
+        })
+    }
+
+    /// `io_uring_enter` for the published submissions: `EINTR` retried at
+    /// once, `EBUSY`/`EAGAIN` after `make_room` (at most `SUBMIT_RETRIES`
+    /// times); any other error returned.
+    fn submit_riding_out(&self, mut make_room: impl FnMut()) -> io::Result<()> {
         let mut busy = 0;
         loop {
             let Err(e) = self.ring.submit() else {
@@ -390,14 +395,7 @@ impl Ring {
                 Some(libc::EINTR) => {}
                 Some(libc::EBUSY | libc::EAGAIN) if busy < SUBMIT_RETRIES => {
                     busy += 1;
-                    let mut fired = Vec::new();
-                    match proc.try_lock() {
-                        Some(mut st) if proc.may_drain(&st) => {
-                            self.reap(proc, &mut st, &mut fired);
-                        }
-                        _ => std::thread::yield_now(),
-                    }
-                    fired.into_iter().for_each(Waker::wake);
+                    make_room();
                 }
                 _ => return Err(e),
             }

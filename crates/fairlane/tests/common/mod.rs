@@ -66,6 +66,80 @@ pub fn runtime(processors: usize) -> fairlane::Runtime {
         .expect("build runtime")
 }
 
+/// A runtime of `processors` processors on `backend` (asserted active).
+pub fn backend_runtime(backend: fairlane::io::IoBackend, processors: usize) -> fairlane::Runtime {
+    let rt = fairlane::Runtime::builder()
+        .processors(processors)
+        .io_backend(backend)
+        .build()
+        .expect("build runtime");
+    assert_eq!(rt.io_backend(), backend);
+    rt
+}
+
+/// Runs `scenario` on `backend` under [`DEADLINE`] (see `on_both_backends`).
+pub fn run_on(name: &str, backend: fairlane::io::IoBackend, scenario: fn(fairlane::io::IoBackend)) {
+    with_deadline(name, DEADLINE, String::new, move || scenario(backend));
+}
+
+/// Makes each named scenario `fn(IoBackend)` two tests, `NAME::io_uring`
+/// and `NAME::fallback`, each run under the deadline.
+#[allow(unused_macros)]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[test]
+            fn io_uring() {
+                $crate::common::run_on(stringify!($name), fairlane::io::IoBackend::IoUring, super::$name);
+            }
+            #[test]
+            fn fallback() {
+                $crate::common::run_on(stringify!($name), fairlane::io::IoBackend::Fallback, super::$name);
+            }
+        }
+    )*};
+}
+#[allow(unused_imports)]
+pub(crate) use on_both_backends;
+
+/// Echoes every connection `listener` accepts, each in a task of its own,
+/// until accepting fails.
+pub async fn echo_server(listener: fairlane::net::TcpListener) {
+    while let Ok((stream, _)) = listener.accept().await {
+        fairlane::spawn(async move {
+            let mut buf = Vec::with_capacity(4096);
+            loop {
+                let (n, b) = stream.read_owned(buf).await;
+                if !matches!(n, Ok(n) if n > 0) {
+                    return;
+                }
+                let (r, b) = stream.write_all_owned(b).await;
+                if r.is_err() {
+                    return;
+                }
+                buf = b;
+            }
+        });
+    }
+}
+
+/// `messages` round trips of client `client` through an echo server,
+/// each message checked.
+pub async fn echo_round_trips(stream: &fairlane::net::TcpStream, client: u32, messages: u32) {
+    for i in 0..messages {
+        let msg = format!("client {client} message {i}").into_bytes();
+        let (r, msg) = stream.write_all_owned(msg).await;
+        r.unwrap();
+        let mut got = Vec::new();
+        while got.len() < msg.len() {
+            let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
+            assert!(n.unwrap() > 0, "echo closed early");
+            got.extend_from_slice(&buf);
+        }
+        assert_eq!(got, msg);
+    }
+}
+
 /// xorshift64*: reproducible random numbers without a dependency.
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
