@@ -5,7 +5,9 @@
 
 mod common;
 
+use std::future::Future;
 use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,6 +22,9 @@ common::on_both_backends!(
     datagram_reads_dropped_by_timeouts_lose_no_datagram,
     a_dropped_write_leaves_no_hole,
     dropping_a_stream_cancels_its_dropped_writes,
+    a_dropped_read_hands_on_the_end_of_the_stream,
+    a_dropped_read_hands_on_a_reset,
+    a_dropped_receive_hands_on_an_empty_datagram,
 );
 
 /// Raises the soft descriptor limit towards `want`; returns what it is now.
@@ -254,4 +259,101 @@ fn dropping_a_stream_cancels_its_dropped_writes(backend: IoBackend) {
     let _ = peer.read_to_end(&mut sink);
     assert!(sink.iter().all(|&b| b == 7));
     drop(rt);
+}
+
+/// Polls `read` once; if it is not ready, lets its processor submit it and
+/// reap its completion (the task sleeps meanwhile, so nobody looks), then
+/// drops it. Returns its output if the first poll had it.
+async fn drop_after_completion<F: Future>(read: F) -> Option<F::Output> {
+    let mut read = std::pin::pin!(read);
+    let first = futures_lite::future::poll_once(&mut read).await;
+    if first.is_none() {
+        // The peer's data, end or reset is already there: the kernel
+        // completes the read as soon as the processor submits it, before
+        // this sleep ends.
+        fairlane::time::sleep(Duration::from_millis(50)).await;
+    }
+    first
+}
+
+/// The next read after a dropped one: its outcome must be there at once
+/// (carried), not waiting for a new submission.
+async fn at_once<F: Future>(read: F) -> F::Output {
+    futures_lite::future::poll_once(read)
+        .await
+        .expect("the dropped read's outcome was not handed to the next read")
+}
+
+fn a_dropped_read_hands_on_the_end_of_the_stream(backend: IoBackend) {
+    // A read that saw the end of the stream, dropped before it was polled
+    // again: the next read reports the end at once. (Without that, a task
+    // whose reads always time out before their completion is looked at
+    // would resubmit the read that reports the end forever.)
+    let rt = runtime(backend, 1);
+    rt.block_on(async {
+        let (stream, peer) = pair().await;
+        drop(peer);
+        fairlane::time::sleep(Duration::from_millis(20)).await;
+        let first = drop_after_completion(stream.read_owned(vec![0u8; 16])).await;
+        let (n, _) = match first {
+            Some(out) => out,
+            None => at_once(stream.read_owned(vec![0u8; 16])).await,
+        };
+        assert_eq!(n.expect("read"), 0, "the end of the stream");
+    });
+}
+
+fn a_dropped_read_hands_on_a_reset(backend: IoBackend) {
+    // The kernel reports a reset connection to one read only (later ones
+    // see the end of the stream): if that read's future was dropped, the
+    // next read must report the reset, not a clean end.
+    let rt = runtime(backend, 1);
+    rt.block_on(async {
+        let (stream, peer) = pair().await;
+        let linger = libc::linger {
+            l_onoff: 1,
+            l_linger: 0,
+        };
+        // SAFETY: setsockopt on a live descriptor with a live, initialised
+        // option value of the size given.
+        let rc = unsafe {
+            libc::setsockopt(
+                peer.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_LINGER,
+                (&linger as *const libc::linger).cast(),
+                std::mem::size_of::<libc::linger>() as libc::socklen_t,
+            )
+        };
+        assert_eq!(rc, 0);
+        // Closing with a zero linger time sends a reset.
+        drop(peer);
+        fairlane::time::sleep(Duration::from_millis(20)).await;
+        let first = drop_after_completion(stream.read_owned(vec![0u8; 16])).await;
+        let (r, _) = match first {
+            Some(out) => out,
+            None => at_once(stream.read_owned(vec![0u8; 16])).await,
+        };
+        let e = r.expect_err("the reset is reported");
+        assert_eq!(e.kind(), std::io::ErrorKind::ConnectionReset, "{e}");
+    });
+}
+
+fn a_dropped_receive_hands_on_an_empty_datagram(backend: IoBackend) {
+    // An empty datagram is a datagram: one received for a dropped future
+    // goes to the next receive like any other.
+    let rt = runtime(backend, 1);
+    rt.block_on(async {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        peer.send_to(&[], socket.local_addr().unwrap()).unwrap();
+        fairlane::time::sleep(Duration::from_millis(20)).await;
+        let first = drop_after_completion(socket.recv_from(vec![0u8; 16])).await;
+        let (r, _) = match first {
+            Some(out) => out,
+            None => at_once(socket.recv_from(vec![0u8; 16])).await,
+        };
+        let (n, from) = r.expect("recv_from");
+        assert_eq!((n, from), (0, peer.local_addr().unwrap()));
+    });
 }

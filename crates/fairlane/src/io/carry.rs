@@ -5,11 +5,15 @@
 //! With completions, a read dropped while it is in flight may already have
 //! taken bytes from the kernel, and a write dropped while it is in flight
 //! may be sending. So:
-//! - A dropped read is cancelled. If the kernel filled it first (or its
-//!   completion had arrived and nobody looked), its bytes (a datagram: with
-//!   its sender) wait here, and the socket's next read takes them before it
-//!   submits anything. That read first waits for the outcome of every
-//!   dropped read still in flight, so it cannot overtake one.
+//! - A dropped read is cancelled. If the kernel completed it first (or its
+//!   completion had arrived and nobody looked), its outcome waits here: its
+//!   bytes (a datagram: with its sender, even an empty one), the end of the
+//!   stream, or the error it reported (a reset connection is reported
+//!   once). The socket's next read takes that outcome before it submits
+//!   anything. That read first waits for the outcome of every dropped read
+//!   still in flight, so it cannot overtake one. A carried end of stream
+//!   also keeps a task whose every read times out from resubmitting the
+//!   read that would report it, forever.
 //! - A dropped write is not cancelled: it runs to completion (stream sends
 //!   ask the kernel for every byte, `MSG_WAITALL`), and the socket's next
 //!   write waits for it. Whatever the kernel did not send (its engine
@@ -29,6 +33,7 @@
 
 use std::collections::VecDeque;
 use std::future::poll_fn;
+use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -38,6 +43,7 @@ use super::driver::Proc;
 
 /// What a dropped read's kernel completion delivered.
 pub(crate) struct Received {
+    /// Stream bytes (none: the end of the stream) or a datagram.
     bytes: Vec<u8>,
     /// Bytes already handed to later reads (a stream read takes part of an
     /// entry when its buffer is smaller).
@@ -45,24 +51,38 @@ pub(crate) struct Received {
     /// A datagram's sender (`None` for stream bytes, or an address that is
     /// not an IP address).
     from: Option<SocketAddr>,
+    /// The error the read reported instead (an `errno`); `bytes` is empty.
+    error: Option<i32>,
 }
 
 impl Received {
-    /// Bytes of a stream.
+    /// Bytes of a stream; none is its end.
     pub(crate) fn bytes(bytes: Vec<u8>) -> Received {
         Received {
             bytes,
             taken: 0,
             from: None,
+            error: None,
         }
     }
 
-    /// One datagram and its sender.
+    /// One datagram (possibly empty) and its sender.
     pub(crate) fn datagram(bytes: Vec<u8>, from: Option<SocketAddr>) -> Received {
         Received {
             bytes,
             taken: 0,
             from,
+            error: None,
+        }
+    }
+
+    /// The error (`errno`) a read reported.
+    pub(crate) fn error(errno: i32) -> Received {
+        Received {
+            bytes: Vec::new(),
+            taken: 0,
+            from: None,
+            error: Some(errno),
         }
     }
 }
@@ -167,12 +187,14 @@ impl Carry {
     }
 
     /// Stream read: copies carried bytes to `dst` (as many as fit in `cap`,
-    /// oldest first). `None` if nothing is carried or `cap` is 0.
+    /// oldest first), or hands over a carried end of stream (`Ok(0)`) or
+    /// error once the bytes before it are taken. `None` if nothing is
+    /// carried or `cap` is 0.
     ///
     /// # Safety
     /// `dst` must be valid for writes of `cap` bytes (they may be
     /// uninitialised).
-    pub(crate) unsafe fn take_bytes(&self, dst: *mut u8, cap: usize) -> Option<usize> {
+    pub(crate) unsafe fn take_bytes(&self, dst: *mut u8, cap: usize) -> Option<io::Result<usize>> {
         if cap == 0 {
             return None;
         }
@@ -182,6 +204,18 @@ impl Carry {
             let Some(front) = st.received.front_mut() else {
                 break;
             };
+            if front.bytes.is_empty() {
+                // An end of stream or an error: after the bytes before it.
+                if n > 0 {
+                    break;
+                }
+                let end = st.received.pop_front().expect("front exists");
+                self.update(&st);
+                return Some(match end.error {
+                    Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+                    None => Ok(0),
+                });
+            }
             let m = (front.bytes.len() - front.taken).min(cap - n);
             // SAFETY: `n + m <= cap`, so the target lies in the caller's
             // writable bytes; the source lies in the entry's bytes; a Vec
@@ -196,12 +230,12 @@ impl Carry {
             }
         }
         self.update(&st);
-        (n > 0).then_some(n)
+        (n > 0).then_some(Ok(n))
     }
 
     /// Datagram read: the oldest carried datagram, copied to `dst` (cut to
     /// `cap` bytes, as a receive into a smaller buffer cuts it), with its
-    /// sender. `None` if no datagram is carried.
+    /// sender, or a carried error. `None` if nothing is carried.
     ///
     /// # Safety
     /// As for [`Carry::take_bytes`].
@@ -209,16 +243,19 @@ impl Carry {
         &self,
         dst: *mut u8,
         cap: usize,
-    ) -> Option<(usize, Option<SocketAddr>)> {
+    ) -> Option<io::Result<(usize, Option<SocketAddr>)>> {
         let mut st = self.lock();
         let d = st.received.pop_front()?;
         self.update(&st);
         drop(st);
+        if let Some(errno) = d.error {
+            return Some(Err(io::Error::from_raw_os_error(errno)));
+        }
         let n = d.bytes.len().min(cap);
         // SAFETY: `n <= cap` writable bytes at `dst` (the caller's
         // promise), from the datagram's own Vec.
         unsafe { std::ptr::copy_nonoverlapping(d.bytes.as_ptr(), dst, n) };
-        Some((n, d.from))
+        Some(Ok((n, d.from)))
     }
 
     /// The oldest bytes a dropped write did not send.

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use io_uring::{opcode, squeue, types, IoUring};
 
-use super::carry::{Carry, Keep};
+use super::carry::{Carry, Keep, Received};
 use super::coop;
 use super::driver::{eventfd, eventfd_signal, shut_down_error, Driver, Engine, Proc, State};
 
@@ -92,8 +92,7 @@ impl<T: Send + 'static> Orphan for Orphaned<T> {
         match keep {
             None => {}
             Some((carry, Keep::Read(received))) => {
-                let got = (result > 0).then(|| received(data, result as usize));
-                carry.read_done(got, fired);
+                carry.read_done(read_outcome(data, received, result), fired);
             }
             Some((carry, Keep::Write(unsent))) => {
                 let rest = if result >= 0 {
@@ -122,6 +121,19 @@ impl<T: Send + 'static> Orphan for Orphaned<T> {
     }
 }
 
+/// What a dropped read's completion (`result`) leaves for the next read: the
+/// bytes or datagram it received (none: the end of a stream, or an empty
+/// datagram), or the error it reported; nothing if it was cancelled (or is
+/// due to be submitted again, [`RESTART`]) before the kernel did anything.
+fn read_outcome<T>(data: T, received: fn(T, usize) -> Received, result: i32) -> Option<Received> {
+    match result {
+        n if n >= 0 => Some(received(data, n as usize)),
+        RESTART => None,
+        e if e == -libc::ECANCELED => None,
+        e => Some(Received::error(-e)),
+    }
+}
+
 /// What a dropped operation's future leaves behind, finished now that its
 /// completion is here (`result` as recorded in its `Done` slot).
 fn finish_now<T: Send + 'static>(
@@ -137,10 +149,11 @@ fn finish_now<T: Send + 'static>(
     }
     match keep {
         None => {}
-        Some((carry, Keep::Read(received))) if result > 0 => {
-            carry.received_now(received(data, result as usize));
+        Some((carry, Keep::Read(received))) => {
+            if let Some(got) = read_outcome(data, received, result) {
+                carry.received_now(got);
+            }
         }
-        Some((_, Keep::Read(_))) => {}
         Some((carry, Keep::Write(unsent))) => {
             // A restart is due: the kernel did nothing with it.
             let sent = if result == RESTART {

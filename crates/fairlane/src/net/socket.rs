@@ -288,8 +288,9 @@ impl Socket {
 
     /// Receives into `buf` from its start (up to `bytes_total`).
     ///
-    /// Cancel-safe: bytes the kernel received for a dropped call are
-    /// returned by the next one (see [`Carry`]).
+    /// Cancel-safe: bytes, the end of the stream or an error the kernel
+    /// delivered to a dropped call are returned by the next one (see
+    /// [`Carry`]).
     pub(crate) async fn recv<B: IoBufMut>(&self, mut buf: B) -> (io::Result<usize>, B) {
         let fd = self.raw();
         let result = if let Some(carry) = &self.carry {
@@ -297,10 +298,12 @@ impl Socket {
                 carry.settle_reads().await;
                 let (ptr, cap) = (buf.stable_mut_ptr(), buf.bytes_total());
                 // SAFETY: the buffer promises `cap` writable bytes at `ptr`.
-                if let Some(n) = unsafe { carry.take_bytes(ptr, cap) } {
-                    // SAFETY: `take_bytes` wrote `n` bytes from the start.
-                    unsafe { buf.set_init(n) };
-                    return (Ok(n), buf);
+                if let Some(got) = unsafe { carry.take_bytes(ptr, cap) } {
+                    if let Ok(n) = got {
+                        // SAFETY: `take_bytes` wrote `n` bytes from the start.
+                        unsafe { buf.set_init(n) };
+                    }
+                    return (got, buf);
                 }
             }
             let op = Op::submit(&self.driver, buf, false, |b| {
@@ -649,16 +652,20 @@ impl Socket {
                 carry.settle_reads().await;
                 let (ptr, cap) = (buf.stable_mut_ptr(), buf.bytes_total());
                 // SAFETY: the buffer promises `cap` writable bytes at `ptr`.
-                if let Some((n, from)) = unsafe { carry.take_datagram(ptr, cap) } {
-                    // SAFETY: `take_datagram` wrote `n` bytes from the start.
-                    unsafe { buf.set_init(n) };
-                    let from = from.ok_or_else(|| {
-                        io::Error::new(
-                            io::ErrorKind::InvalidData,
-                            "the peer's address is not an IP address",
-                        )
+                if let Some(got) = unsafe { carry.take_datagram(ptr, cap) } {
+                    let got = got.and_then(|(n, from)| {
+                        // SAFETY: `take_datagram` wrote `n` bytes from the
+                        // start.
+                        unsafe { buf.set_init(n) };
+                        let from = from.ok_or_else(|| {
+                            io::Error::new(
+                                io::ErrorKind::InvalidData,
+                                "the peer's address is not an IP address",
+                            )
+                        })?;
+                        Ok((n, from))
                     });
-                    return (from.map(|a| (n, a)), buf);
+                    return (got, buf);
                 }
             }
             let msg = MsgBox::new(

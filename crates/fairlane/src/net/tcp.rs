@@ -336,7 +336,8 @@ impl TcpStream {
     /// Cancel-safe: if the future is dropped before it completes (a
     /// `timeout` or `select!` that gave up), no byte is lost. Bytes the
     /// kernel had already received for it are returned, in order, by the
-    /// next read on this stream.
+    /// next read on this stream, and so is the end of the stream or an
+    /// error (a reset) the kernel had already reported to it.
     ///
     /// # Example
     /// See [`TcpStream`].

@@ -103,9 +103,10 @@ impl UdpSocket {
     ///
     /// # Cancellation
     /// Cancel-safe: if the future is dropped before it completes, no
-    /// datagram is lost; one the kernel had already delivered to it is
-    /// returned by the next `recv_from` (cut to that buffer's capacity, as
-    /// any datagram is).
+    /// datagram is lost; one the kernel had already delivered to it (an
+    /// empty one too) is returned by the next `recv_from` (cut to that
+    /// buffer's capacity, as any datagram is), and so is an error the
+    /// kernel had already reported to it.
     ///
     /// # Example
     /// See [`UdpSocket`].
