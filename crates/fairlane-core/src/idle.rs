@@ -10,7 +10,8 @@ use alloc::vec::Vec;
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{AtomicU8, AtomicUsize, Ordering, SpinLock};
+use crate::queue::bump;
+use crate::sync::{AtomicU64, AtomicU8, AtomicUsize, Ordering, SpinLock};
 use crate::Host;
 
 /// `sem` states of a processor's wait context.
@@ -79,9 +80,12 @@ impl Idle {
     }
 
     /// Blocks until a waker has set `WAKE`; spurious returns of `park` are
-    /// absorbed here.
-    pub(crate) fn sleep(&self, p: usize, host: &impl Host) {
+    /// absorbed here, each counted in `host_parks` (owner-written).
+    pub(crate) fn sleep(&self, p: usize, host: &impl Host, host_parks: &AtomicU64) {
         while self.sem[p].load(Ordering::Acquire) != WAKE {
+            // Counted before the call, so that a park that keeps returning
+            // early shows while it happens.
+            bump(host_parks);
             host.park(p);
         }
     }

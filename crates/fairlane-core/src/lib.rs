@@ -341,6 +341,10 @@ pub struct ProcessorCounters {
     pub parks: u64,
     /// Times it came back from sleep.
     pub wakeups: u64,
+    /// Calls of [`Host::park`] while asleep: one per sleep, plus one for
+    /// each return of `park` that was not a wake-up for this processor (a
+    /// host whose park returns early is seen here).
+    pub host_parks: u64,
     /// Tasks taken from another processor's lane by the age rule.
     pub helps: u64,
     /// Tasks taken from another processor's lane for want of local work.

@@ -77,6 +77,7 @@ pub(crate) struct Counters {
     pub(crate) polls: AtomicU64,
     pub(crate) parks: AtomicU64,
     pub(crate) wakeups: AtomicU64,
+    pub(crate) host_parks: AtomicU64,
     pub(crate) helps: AtomicU64,
     pub(crate) steals: AtomicU64,
 }

@@ -304,7 +304,7 @@ impl<T, H: Host> Scheduler<T, H> {
                 && self.idle.commit(p)
             {
                 bump(&local.counters.parks);
-                self.idle.sleep(p, &self.host);
+                self.idle.sleep(p, &self.host, &local.counters.host_parks);
                 bump(&local.counters.wakeups);
             }
             self.idle.reset(p);
@@ -522,6 +522,7 @@ impl<T, H: Host> Scheduler<T, H> {
             polls: get(&c.polls),
             parks: get(&c.parks),
             wakeups: get(&c.wakeups),
+            host_parks: get(&c.host_parks),
             helps: get(&c.helps),
             steals: get(&c.steals),
         }

@@ -284,11 +284,11 @@ pub fn cpu_time() -> std::time::Duration {
 pub const SETTLE: Duration = Duration::from_secs(30);
 
 /// The processor counters that must not move while a runtime is idle.
-pub fn idle_snapshot(rt: &fairlane::Runtime) -> Vec<(u64, u64, u64, u64)> {
+pub fn idle_snapshot(rt: &fairlane::Runtime) -> Vec<(u64, u64, u64, u64, u64)> {
     rt.metrics()
         .processors
         .iter()
-        .map(|p| (p.iterations, p.wakeups, p.polls, p.parks))
+        .map(|p| (p.iterations, p.wakeups, p.polls, p.parks, p.host_parks))
         .collect()
 }
 
@@ -307,7 +307,8 @@ pub fn settle_asleep(rt: &fairlane::Runtime, what: &str) {
     loop {
         assert!(
             start.elapsed() < SETTLE,
-            "{what}: processors never all went to sleep: {:?}",
+            "{what}: processors never all went to sleep and stayed still (a host \
+             whose park keeps returning shows in host_parks): {:?}",
             rt.metrics()
         );
         if all_asleep() {
@@ -322,13 +323,35 @@ pub fn settle_asleep(rt: &fairlane::Runtime, what: &str) {
     }
 }
 
-/// Asserts that no processor ran a scheduling iteration, woke up, polled or
-/// went to sleep again between `before` (an `idle_snapshot`) and now.
-pub fn assert_still_idle(rt: &fairlane::Runtime, before: &[(u64, u64, u64, u64)], what: &str) {
+/// Asserts that no processor ran a scheduling iteration, woke up, polled,
+/// went to sleep again or saw its host's park return between `before` (an `idle_snapshot`) and now.
+pub fn assert_still_idle(rt: &fairlane::Runtime, before: &[(u64, u64, u64, u64, u64)], what: &str) {
     let after = idle_snapshot(rt);
     assert_eq!(
         after, before,
         "{what}: a processor was busy while the runtime was idle \
-         (iterations, wakeups, polls, parks per processor)"
+         (iterations, wakeups, polls, parks, host parks per processor)"
+    );
+}
+
+/// A runtime whose processors all sleep (see [`settle_asleep`]) stays idle
+/// for a second: no processor runs an iteration, wakes up, polls, or sees
+/// its host's park return (a park that returns early without a wake-up is
+/// counted too). The counters cannot see a runtime thread that is not a
+/// processor (the submission thread, the signal thread) spinning without
+/// blocking: only CPU time shows that, so a generous bound backs the counts
+/// (busy polling uses a whole core; 5% is allowed). Callers hold the serial
+/// lock of their binary, so nothing else of theirs runs meanwhile.
+pub fn assert_idle_for_a_second(rt: &fairlane::Runtime, what: &str) {
+    let counters = idle_snapshot(rt);
+    let wall = std::time::Instant::now();
+    let before = cpu_time();
+    std::thread::sleep(Duration::from_secs(1));
+    let used = cpu_time() - before;
+    let wall = wall.elapsed();
+    assert_still_idle(rt, &counters, what);
+    assert!(
+        used < wall / 20,
+        "{what}: idle runtime used {used:?} of CPU in {wall:?}"
     );
 }
