@@ -688,7 +688,7 @@ fn open_options_rules(backend: IoBackend) {
             .open(&path)
             .await
             .unwrap();
-        f.write_all("ab").await.0.unwrap();
+        f.write_all_owned("ab").await.0.unwrap();
         f.write_at("cd", 0).await.0.unwrap(); // O_APPEND: at the end anyway
         assert_eq!(fs::read(&path).await.unwrap(), b"abcd");
         // create_new on something existing, truncate or not.
@@ -725,7 +725,7 @@ fn open_options_rules(backend: IoBackend) {
             .open(&path)
             .await
             .unwrap();
-        f.write_all("e").await.0.unwrap();
+        f.write_all_owned("e").await.0.unwrap();
         let (n, buf) = f.read_at(Vec::with_capacity(16), 0).await;
         assert_eq!(&buf[..n.unwrap()], b"abcde");
         // write + truncate on an existing file: emptied.
@@ -739,7 +739,7 @@ fn open_options_rules(backend: IoBackend) {
         // write without truncate: overwrites in place.
         fs::write(&path, "12345").await.unwrap();
         let f = OpenOptions::new().write(true).open(&path).await.unwrap();
-        f.write_all("ab").await.0.unwrap();
+        f.write_all_owned("ab").await.0.unwrap();
         assert_eq!(fs::read(&path).await.unwrap(), b"ab345");
         // A read-only file cannot be written; a write-only one not read.
         let f = OpenOptions::new().read(true).open(&path).await.unwrap();

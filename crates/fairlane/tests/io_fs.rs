@@ -40,11 +40,11 @@ fn small_round_trip(backend: IoBackend) {
         assert_eq!(fs::read(&path).await.unwrap(), b"hello, files");
         let file = File::open(&path).await.unwrap();
         assert_eq!(file.metadata().await.unwrap().len(), 12);
-        let (n, buf) = file.read_to_end(b"prefix:".to_vec()).await;
+        let (n, buf) = file.read_to_end_owned(b"prefix:".to_vec()).await;
         assert_eq!(n.unwrap(), 12);
         assert_eq!(buf, b"prefix:hello, files");
         // At the end now.
-        let (n, _) = file.read_to_end(Vec::new()).await;
+        let (n, _) = file.read_to_end_owned(Vec::new()).await;
         assert_eq!(n.unwrap(), 0);
         fs::remove_file(&path).await.unwrap();
         assert!(!path.exists());
@@ -64,7 +64,7 @@ fn large_file_round_trip(backend: IoBackend) {
             let file = File::create(&path).await.unwrap();
             // Several cursor writes.
             for chunk in data.chunks(5_000_000) {
-                let (r, _) = file.write_all(chunk.to_vec()).await;
+                let (r, _) = file.write_all_owned(chunk.to_vec()).await;
                 r.unwrap();
             }
             file.sync_all().await.unwrap();
@@ -103,7 +103,7 @@ fn positioned_reads_and_writes(backend: IoBackend) {
         assert_eq!(n.unwrap(), 0, "reading past the end");
         // Append mode writes at the end whatever the cursor.
         let appender = OpenOptions::new().append(true).open(&path).await.unwrap();
-        appender.write_all("!").await.0.unwrap();
+        appender.write_all_owned("!").await.0.unwrap();
         assert_eq!(fs::read(&path).await.unwrap(), b"hello world!");
         fs::remove_file(&path).await.unwrap();
     });
@@ -167,7 +167,7 @@ fn error_cases(backend: IoBackend) {
                 .open("/dev/full")
                 .await
                 .unwrap();
-            let (r, _) = full.write_all(vec![0u8; 4096]).await;
+            let (r, _) = full.write_all_owned(vec![0u8; 4096]).await;
             let err = r.unwrap_err();
             assert_eq!(err.raw_os_error(), Some(libc::ENOSPC));
             assert_eq!(err.kind(), io::ErrorKind::StorageFull);

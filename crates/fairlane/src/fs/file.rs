@@ -230,10 +230,10 @@ impl File {
     /// See [`OpenOptions`].
     /// ```
     /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> {
-    ///     file.write_all("line\n").await.0
+    ///     file.write_all_owned("line\n").await.0
     /// }
     /// ```
-    pub async fn write_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         let pos = self.cursor.load(Ordering::Relaxed);
         let len = buf.bytes_init() as u64;
         let (r, buf) = self.write_all_at(buf, pos).await;
@@ -249,11 +249,11 @@ impl File {
     /// # Example
     /// ```
     /// async fn f(file: &fairlane::fs::File) -> std::io::Result<Vec<u8>> {
-    ///     let (n, buf) = file.read_to_end(Vec::new()).await;
+    ///     let (n, buf) = file.read_to_end_owned(Vec::new()).await;
     ///     n.map(|_| buf)
     /// }
     /// ```
-    pub async fn read_to_end(&self, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
+    pub async fn read_to_end_owned(&self, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
         let start = buf.len();
         let mut pos = self.cursor.load(Ordering::Relaxed);
         let mut chunk: Vec<u8> = Vec::with_capacity(64 * 1024);

@@ -12,9 +12,9 @@
 //! | operation | io_uring opcode | kernel |
 //! |---|---|---|
 //! | [`OpenOptions::open`], [`File::open`], [`File::create`] | `OPENAT` | always |
-//! | [`File::read_at`], [`File::read_to_end`] | `READ` | always |
+//! | [`File::read_at`], [`File::read_to_end_owned`] | `READ` | always |
 //! | [`read`], [`read_to_string`] | `OPENAT`, `STATX` (the size), `READ` | always |
-//! | [`File::write_at`], [`File::write_all`], [`write`](fn@write) | `WRITE` | always |
+//! | [`File::write_at`], [`File::write_all_owned`], [`write`](fn@write) | `WRITE` | always |
 //! | [`File::sync_all`] | `FSYNC` | always |
 //! | [`remove_file`], [`remove_dir`] | `UNLINKAT` | always |
 //! | [`rename`] | `RENAMEAT` | Linux 5.11 |
@@ -35,8 +35,8 @@
 //! [`create_dir_all`], [`read_link`], [`remove_dir_all`],
 //! [`set_permissions`] and [`try_exists`].
 //!
-//! A [`File`] has a cursor used by [`File::read_to_end`] and
-//! [`File::write_all`]; [`File::read_at`] and [`File::write_at`] take
+//! A [`File`] has a cursor used by [`File::read_to_end_owned`] and
+//! [`File::write_all_owned`]; [`File::read_at`] and [`File::write_at`] take
 //! explicit positions. Concurrent cursor calls on one file race for the
 //! cursor, as they would on a shared descriptor.
 //!
@@ -56,8 +56,8 @@
 //! memory is written or read after it was freed. Positioned reads and
 //! writes ([`File::read_at`], [`File::write_at`]) leave no other state
 //! behind, so dropping one is safe but says nothing about whether it
-//! happened; a dropped cursor call ([`File::read_to_end`],
-//! [`File::write_all`]) leaves the cursor wherever its completed steps
+//! happened; a dropped cursor call ([`File::read_to_end_owned`],
+//! [`File::write_all_owned`]) leaves the cursor wherever its completed steps
 //! moved it. A dropped [`OpenOptions::open`] closes the file it may have
 //! opened (and a file it created stays created). A dropped path operation
 //! ([`rename`], [`remove_file`], [`create_dir`], ...) may or may not have

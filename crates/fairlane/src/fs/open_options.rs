@@ -23,7 +23,7 @@ use crate::net::socket::current_driver;
 /// let path = std::env::temp_dir().join(format!("fairlane-oo-doc-{}", std::process::id()));
 /// rt.block_on(async {
 ///     let file = OpenOptions::new().write(true).create(true).truncate(true).open(&path).await?;
-///     file.write_all(b"abc".to_vec()).await.0?;
+///     file.write_all_owned(b"abc".to_vec()).await.0?;
 ///     fairlane::fs::remove_file(&path).await
 /// })?;
 /// # Ok::<(), std::io::Error>(())

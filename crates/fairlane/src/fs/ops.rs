@@ -47,7 +47,7 @@ pub async fn read<P: AsRef<Path>>(path: P) -> io::Result<Vec<u8>> {
     let file = File::open(path).await?;
     // Only a hint: the file may change size meanwhile.
     let hint = file.size_hint().await.unwrap_or(0).min(1 << 30) as usize;
-    let (r, buf) = file.read_to_end(Vec::with_capacity(hint)).await;
+    let (r, buf) = file.read_to_end_owned(Vec::with_capacity(hint)).await;
     r.map(|_| buf)
 }
 
@@ -86,7 +86,7 @@ pub async fn read_to_string<P: AsRef<Path>>(path: P) -> io::Result<String> {
 /// ```
 pub async fn write<P: AsRef<Path>, B: IoBuf>(path: P, contents: B) -> io::Result<()> {
     let file = File::create(path).await?;
-    file.write_all(contents).await.0
+    file.write_all_owned(contents).await.0
 }
 
 /// Removes a file (or a symbolic link; not a directory: see
