@@ -13,6 +13,12 @@
 //! [`time`] (sleep, timeout, interval), [`net`] (TCP, UDP, Unix sockets with
 //! owned buffers and `futures-io` traits) and [`fs`].
 //!
+//! # Cargo features
+//! - `tokio-io` (off by default): the streams implement tokio's
+//!   `AsyncRead`/`AsyncWrite` (only tokio's traits are pulled in, not its
+//!   runtime), so tokio-util codecs and crates written against tokio's
+//!   traits take fairlane streams directly.
+//!
 //! # Limits
 //! Starvation-freedom needs at least one processor that is not stuck in a task
 //! that never yields: with a single processor, nothing can rescue a task queued

@@ -31,7 +31,9 @@ fn tokio_sync_primitives_work_across_processors() {
                 got.push(v);
             }
             got.sort_unstable();
-            let want: Vec<u32> = (0..8).flat_map(|p| (0..100).map(move |i| p * 1000 + i)).collect();
+            let want: Vec<u32> = (0..8)
+                .flat_map(|p| (0..100).map(move |i| p * 1000 + i))
+                .collect();
             assert_eq!(got, want);
 
             // oneshot, answered from a plain thread.

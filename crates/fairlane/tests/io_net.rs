@@ -223,7 +223,7 @@ fn unix_echo_with_many_connections(backend: IoBackend) {
                         }
                         assert_eq!(got, msg);
                     }
-                    stream.shutdown(Shutdown::Both).unwrap();
+                    stream.shutdown_with(Shutdown::Both).unwrap();
                 })
             })
             .collect();

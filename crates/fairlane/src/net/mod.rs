@@ -5,7 +5,11 @@
 //! (`(io::Result<usize>, B)`), because with io_uring the kernel writes into
 //! it after the call returns; a read that is dropped before it completes is
 //! cancelled and its buffer freed only once the kernel is done with it.
-//! Streams also implement `futures_io::AsyncRead`/`AsyncWrite`.
+//! Streams also implement `futures_io::AsyncRead`/`AsyncWrite` (and, with
+//! the `tokio-io` feature, tokio's `AsyncRead`/`AsyncWrite`). With io_uring
+//! those trait reads read ahead into a buffer of the stream's own: read a
+//! stream through the traits or through `read_owned`, not both, or bytes
+//! read ahead come only to the trait's reads.
 //!
 //! Objects must be created inside a runtime (a task or `block_on`); they
 //! use that runtime's backend for their whole life.

@@ -144,9 +144,10 @@ impl Compat {
     }
 }
 
-/// Implements `futures_io::AsyncRead`/`AsyncWrite` for a stream type with
-/// fields `sock: Arc<Socket>` and `compat: Compat`.
-macro_rules! impl_async_io {
+/// Implements `futures_io::AsyncRead` (and, with the `tokio-io` feature,
+/// tokio's `AsyncRead`) for a type with fields `sock: Arc<Socket>` and
+/// `compat: Compat`.
+macro_rules! impl_async_read {
     ($t:ty) => {
         impl futures_io::AsyncRead for $t {
             fn poll_read(
@@ -159,6 +160,28 @@ macro_rules! impl_async_io {
             }
         }
 
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncRead for $t {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &mut tokio::io::ReadBuf<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                let out = buf.initialize_unfilled();
+                let n = std::task::ready!(this.compat.poll_read(&this.sock, cx, out))?;
+                buf.advance(n);
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
+    };
+}
+
+/// Implements `futures_io::AsyncWrite` (and, with the `tokio-io` feature,
+/// tokio's `AsyncWrite`) for a type with fields `sock: Arc<Socket>` and
+/// `compat: Compat`.
+macro_rules! impl_async_write {
+    ($t:ty) => {
         impl futures_io::AsyncWrite for $t {
             fn poll_write(
                 self: std::pin::Pin<&mut Self>,
@@ -184,7 +207,42 @@ macro_rules! impl_async_io {
                 this.compat.poll_close(&this.sock, cx)
             }
         }
+
+        #[cfg(feature = "tokio-io")]
+        impl tokio::io::AsyncWrite for $t {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.compat.poll_write(&this.sock, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                self.get_mut().compat.poll_flush(cx)
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.compat.poll_close(&this.sock, cx)
+            }
+        }
     };
 }
 
-pub(crate) use impl_async_io;
+/// Both of the above, for a stream.
+macro_rules! impl_async_io {
+    ($t:ty) => {
+        $crate::net::stream::impl_async_read!($t);
+        $crate::net::stream::impl_async_write!($t);
+    };
+}
+
+pub(crate) use {impl_async_io, impl_async_read, impl_async_write};

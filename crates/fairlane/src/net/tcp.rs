@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use super::addr::{resolve, ToSocketAddrs};
 use super::socket::{with_std, SockAddrBuf, Socket};
-use super::stream::{impl_async_io, Compat};
+use super::stream::{impl_async_io, impl_async_read, impl_async_write, Compat};
 use crate::io::{IoBuf, IoBufMut};
 
 /// A TCP socket listening for connections.
@@ -410,7 +410,11 @@ impl TcpStream {
         self.sock.send_all(buf).await
     }
 
-    /// Shuts down the read side, the write side, or both.
+    /// Shuts down the read side, the write side, or both, at once (std's
+    /// `shutdown`). Named apart so that it does not hide the asynchronous
+    /// `shutdown()` of tokio's `AsyncWriteExt` (`tokio-io` feature), which
+    /// first finishes buffered writes; futures' `AsyncWriteExt::close` does
+    /// the same.
     ///
     /// # Example
     /// ```
@@ -418,13 +422,14 @@ impl TcpStream {
     /// # rt.block_on(async {
     /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
     /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
-    /// s.shutdown(std::net::Shutdown::Write)?;
+    /// s.shutdown_with(std::net::Shutdown::Write)?;
     /// let (peer, _) = l.accept().await?;
     /// assert_eq!(peer.read_owned(Vec::with_capacity(8)).await.0?, 0);
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    #[doc(alias = "shutdown")]
+    pub fn shutdown_with(&self, how: Shutdown) -> io::Result<()> {
         self.sock.shutdown(how)
     }
 
@@ -633,42 +638,8 @@ impl OwnedWriteHalf {
     }
 }
 
-impl futures_io::AsyncRead for OwnedReadHalf {
-    fn poll_read(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &mut [u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.compat.poll_read(&this.sock, cx, buf)
-    }
-}
-
-impl futures_io::AsyncWrite for OwnedWriteHalf {
-    fn poll_write(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<io::Result<usize>> {
-        let this = self.get_mut();
-        this.compat.poll_write(&this.sock, cx, buf)
-    }
-
-    fn poll_flush(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        self.get_mut().compat.poll_flush(cx)
-    }
-
-    fn poll_close(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<io::Result<()>> {
-        let this = self.get_mut();
-        this.compat.poll_close(&this.sock, cx)
-    }
-}
+impl_async_read!(OwnedReadHalf);
+impl_async_write!(OwnedWriteHalf);
 
 impl fmt::Debug for OwnedReadHalf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -241,13 +241,18 @@ impl UnixStream {
         self.sock.send_all(buf).await
     }
 
-    /// Shuts down the read side, the write side, or both.
+    /// Shuts down the read side, the write side, or both, at once (std's
+    /// `shutdown`). Named apart so that it does not hide the asynchronous
+    /// `shutdown()` of tokio's `AsyncWriteExt` (`tokio-io` feature), which
+    /// first finishes buffered writes; futures' `AsyncWriteExt::close` does
+    /// the same.
     ///
     /// # Example
     /// ```
-    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> { s.shutdown(std::net::Shutdown::Both) }
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> { s.shutdown_with(std::net::Shutdown::Both) }
     /// ```
-    pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
+    #[doc(alias = "shutdown")]
+    pub fn shutdown_with(&self, how: Shutdown) -> io::Result<()> {
         self.sock.shutdown(how)
     }
 
