@@ -18,6 +18,8 @@
 //!   `AsyncRead`/`AsyncWrite` (only tokio's traits are pulled in, not its
 //!   runtime), so tokio-util codecs and crates written against tokio's
 //!   traits take fairlane streams directly.
+//! - `hyper` (off by default): the streams implement hyper's I/O traits,
+//!   and [`hyper`](crate::hyper) has hyper's executor and timer.
 //!
 //! # Limits
 //! Starvation-freedom needs at least one processor that is not stuck in a task
@@ -42,6 +44,8 @@
 
 pub mod fs;
 mod host;
+#[cfg(feature = "hyper")]
+pub mod hyper;
 pub mod io;
 pub mod net;
 mod runtime;

@@ -144,8 +144,8 @@ impl Compat {
     }
 }
 
-/// Implements `futures_io::AsyncRead` (and, with the `tokio-io` feature,
-/// tokio's `AsyncRead`) for a type with fields `sock: Arc<Socket>` and
+/// Implements `futures_io::AsyncRead` (and, with the `tokio-io` and `hyper`
+/// features, tokio's `AsyncRead` and hyper's `Read`) for a type with fields `sock: Arc<Socket>` and
 /// `compat: Compat`.
 macro_rules! impl_async_read {
     ($t:ty) => {
@@ -174,11 +174,28 @@ macro_rules! impl_async_read {
                 std::task::Poll::Ready(Ok(()))
             }
         }
+
+        #[cfg(feature = "hyper")]
+        impl hyper::rt::Read for $t {
+            fn poll_read(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                mut buf: hyper::rt::ReadBufCursor<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                let out = buf.initialize_unfilled();
+                let n = std::task::ready!(this.compat.poll_read(&this.sock, cx, out))?;
+                // SAFETY: the first `n` unfilled bytes were initialised
+                // above and then written by the read.
+                unsafe { buf.advance(n) };
+                std::task::Poll::Ready(Ok(()))
+            }
+        }
     };
 }
 
-/// Implements `futures_io::AsyncWrite` (and, with the `tokio-io` feature,
-/// tokio's `AsyncWrite`) for a type with fields `sock: Arc<Socket>` and
+/// Implements `futures_io::AsyncWrite` (and, with the `tokio-io` and
+/// `hyper` features, tokio's `AsyncWrite` and hyper's `Write`) for a type with fields `sock: Arc<Socket>` and
 /// `compat: Compat`.
 macro_rules! impl_async_write {
     ($t:ty) => {
@@ -210,6 +227,33 @@ macro_rules! impl_async_write {
 
         #[cfg(feature = "tokio-io")]
         impl tokio::io::AsyncWrite for $t {
+            fn poll_write(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+                buf: &[u8],
+            ) -> std::task::Poll<std::io::Result<usize>> {
+                let this = self.get_mut();
+                this.compat.poll_write(&this.sock, cx, buf)
+            }
+
+            fn poll_flush(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                self.get_mut().compat.poll_flush(cx)
+            }
+
+            fn poll_shutdown(
+                self: std::pin::Pin<&mut Self>,
+                cx: &mut std::task::Context<'_>,
+            ) -> std::task::Poll<std::io::Result<()>> {
+                let this = self.get_mut();
+                this.compat.poll_close(&this.sock, cx)
+            }
+        }
+
+        #[cfg(feature = "hyper")]
+        impl hyper::rt::Write for $t {
             fn poll_write(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
