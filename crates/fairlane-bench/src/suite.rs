@@ -218,6 +218,9 @@ pub struct Sample {
     pub value: Option<f64>,
     pub unit: String,
     pub status: &'static str,
+    /// Why a run did not end `ok` (what crashed, who starved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
 }
 
 /// One child run in its context.
@@ -254,6 +257,7 @@ impl Results {
                 value: m.map(|m| m.value).filter(|v| v.is_finite()),
                 unit: m.map_or_else(String::new, |m| m.unit.clone()),
                 status: r.outcome.status.name(),
+                detail: r.outcome.detail.clone(),
             };
             if r.outcome.metrics.is_empty() {
                 out.push(sample(None));

@@ -5,8 +5,18 @@
 //! runtime, the same for every runtime measured), each connection in a
 //! closed loop: write a [`MESSAGE`]-byte message, read the echo back, again.
 //! Metrics over the window: `ns/req` (wall time per request, all
-//! connections together: the inverse of throughput), `req/s`, and the p99
-//! round-trip latency of one request in microseconds.
+//! connections together: the inverse of throughput), `req/s`, the p99
+//! round-trip latency of one request in microseconds, and `cpu us/req`: the
+//! CPU time of every thread of the process but the clients' (the runtime's
+//! processors, its helper threads, io_uring's kernel workers, which are
+//! threads of the process too) per request, from each thread's
+//! `/proc/self/task/TID/schedstat`. A thread that exits inside the window
+//! takes its share with it; one that starts inside it counts from zero.
+//!
+//! With one processor on a machine with at least two cores, the server's
+//! threads are pinned to the first core and the client thread to the last
+//! (`sched_setaffinity`), so that the two do not share a core and the CPU
+//! figure is the server's alone.
 //!
 //! The server is the runtime's own: fairlane's `net` (on io_uring or on the
 //! fallback backend, two runtime columns), tokio's `net`, and monoio's `net`
@@ -63,6 +73,9 @@ pub fn drive<S>(
     let hist = Arc::new(Mutex::new(
         Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
     ));
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let pin = spec.processors == 1 && cores >= 2;
+    let (tid_tx, tid_rx) = std::sync::mpsc::channel();
     let client = {
         let (requests, recording, stop, hist) = (
             requests.clone(),
@@ -72,16 +85,33 @@ pub fn drive<S>(
         );
         std::thread::Builder::new()
             .name("echo-clients".into())
-            .spawn(move || clients(addr, connections, requests, recording, stop, hist))
+            .spawn(move || {
+                if pin {
+                    pin_thread(0, cores - 1);
+                }
+                // SAFETY: gettid has no preconditions.
+                let _ = tid_tx.send(unsafe { libc::gettid() });
+                clients(addr, connections, requests, recording, stop, hist)
+            })
             .expect("start the client thread")
     };
+    let client_tid = tid_rx.recv().unwrap_or(-1);
+    if pin {
+        // The server's threads (all but the clients'), present now; those
+        // it starts later inherit the affinity of the thread starting them.
+        for tid in threads().into_iter().filter(|&t| t != client_tid) {
+            pin_thread(tid, 0);
+        }
+    }
     std::thread::sleep(spec.warmup());
     recording.store(true, Ordering::SeqCst);
     let start_count = requests.load(Ordering::SeqCst);
+    let cpu_start = server_cpu(client_tid);
     let start = Instant::now();
     std::thread::sleep(spec.duration());
     let done = requests.load(Ordering::SeqCst) - start_count;
     let elapsed = start.elapsed();
+    let cpu = cpu_between(&cpu_start, &server_cpu(client_tid));
     recording.store(false, Ordering::SeqCst);
     stop.store(true, Ordering::SeqCst);
     let client_result = client.join();
@@ -93,6 +123,7 @@ pub fn drive<S>(
                     Metric::new("ns/req", elapsed.as_nanos() as f64 / done as f64, "ns"),
                     Metric::new("req/s", done as f64 / elapsed.as_secs_f64(), "/s"),
                     Metric::new("p99", p99, "us"),
+                    Metric::new("cpu us/req", cpu as f64 / 1000.0 / done as f64, "us"),
                 ],
                 ..Outcome::default()
             }
@@ -103,6 +134,53 @@ pub fn drive<S>(
     };
     emit(outcome);
     drop(server);
+}
+
+/// The thread ids of this process.
+fn threads() -> Vec<libc::pid_t> {
+    std::fs::read_dir("/proc/self/task")
+        .map(|dir| {
+            dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Nanoseconds on CPU of each thread of this process but `client`.
+fn server_cpu(client: libc::pid_t) -> Vec<(libc::pid_t, u64)> {
+    threads()
+        .into_iter()
+        .filter(|&t| t != client)
+        .filter_map(|t| {
+            let stat = std::fs::read_to_string(format!("/proc/self/task/{t}/schedstat")).ok()?;
+            Some((t, stat.split_whitespace().next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// CPU nanoseconds spent between two [`server_cpu`] snapshots (a thread
+/// new in `after` counts from zero).
+fn cpu_between(before: &[(libc::pid_t, u64)], after: &[(libc::pid_t, u64)]) -> u64 {
+    after
+        .iter()
+        .map(|&(t, ns)| {
+            let was = before.iter().find(|&&(b, _)| b == t).map_or(0, |&(_, v)| v);
+            ns.saturating_sub(was)
+        })
+        .sum()
+}
+
+/// Pins thread `tid` (0: the calling thread) to `core`; best effort (a
+/// refusal leaves the measurement unpinned).
+fn pin_thread(tid: libc::pid_t, core: usize) {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET writes inside
+    // it (core < available_parallelism <= CPU_SETSIZE here); the call reads
+    // the set of the size given.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(core, &mut set);
+        let _ = libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
 }
 
 /// The load generator: `connections` closed-loop clients on one thread.
