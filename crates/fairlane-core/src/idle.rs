@@ -69,7 +69,7 @@ impl Idle {
         });
     }
 
-    /// Sleeper step 3: commit to sleep unless a waker got there first.
+    /// Sleeper step 4: commit to sleep unless a waker got there first.
     /// Returns false if a wake-up is already pending.
     pub(crate) fn commit(&self, p: usize) -> bool {
         // AcqRel/Acquire: pairs with the waker's swap, so that whatever the

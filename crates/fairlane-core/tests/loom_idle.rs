@@ -305,8 +305,8 @@ fn idle_sleep_release_races_a_sleeper() {
 }
 
 /// Bounded exploration: the spin locks on the lanes and the idle list make
-/// unbounded preemption explode (a bound of 2 runs for over ten minutes). A
-/// bound of 1 runs in seconds and still finds both known-bad variants: the
+/// unbounded preemption explode, and a bound of 2 is too slow for a routine
+/// run. A bound of 1 still finds both known-bad variants: the
 /// push-side `fence(SeqCst)` removed, and `Idle::reset` as a plain store.
 /// `LOOM_MAX_PREEMPTIONS` overrides it for a deeper run.
 fn model(f: impl Fn() + Sync + Send + 'static) {

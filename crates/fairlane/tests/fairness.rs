@@ -422,18 +422,18 @@ fn yield_fairness(processors: usize, lanes: usize, spawn_from: SpawnFrom, trials
     });
 }
 
-// A processor serves its own lanes oldest head first. (An earlier version
-// served them round-robin while pushing round-robin: a yielded task could go
-// straight back to its own lane forever, and the lanes' lengths then set the
-// poll rates, up to 14/6 with 20 tasks. These tests caught it.)
+// A processor serves its own lanes oldest head first. Round-robin service
+// with round-robin pushes would let a yielded task go straight back to its
+// own lane, and the lanes' lengths would then set the poll rates: these
+// tests fail that way.
 #[test]
 fn yield_fairness_1_processor() {
     yield_fairness(1, 2, SpawnFrom::BlockOn, 20);
 }
 
-// With 2 processors about one trial in 60 has a ratio over 2 (up to 2.4),
-// so a 10-trial run fails about one time in six: probably the same lane
-// lock per processor, blurred by tasks moving between processors.
+// With 2 processors a trial's ratio can exceed 2 (tasks moving between
+// processors blur each processor's lane order), so these tests can fail now
+// and then; they run fewer trials than at 1 processor.
 #[test]
 fn yield_fairness_2_processors() {
     yield_fairness(2, 2, SpawnFrom::BlockOn, 10);

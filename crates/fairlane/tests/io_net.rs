@@ -460,9 +460,9 @@ fn dropped_accepts_are_cancelled(backend: IoBackend) {
         // connection with it (both backends wait for readiness and accept
         // only when polled). Connect at once, while the cancellations of the
         // dropped accepts may still be in flight: the connection's wake-up
-        // must not be lost with a cancelled request (with io_uring's own
-        // exclusive ACCEPT it was, about one run in ten under load; see
-        // `Socket::accept`).
+        // must not be lost with a cancelled request (io_uring's own ACCEPT
+        // is an exclusive waiter and can lose it, which is why
+        // `Socket::accept` polls instead).
         let server = fairlane::spawn(async move {
             loop {
                 let (stream, _) = listener.accept().await.unwrap();

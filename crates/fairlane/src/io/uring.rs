@@ -214,7 +214,7 @@ impl Ring {
         // (a system call, the scheduler tick), or at once if the thread
         // sleeps. TASKRUN_FLAG shows pending work in the ring's flags, so the
         // owner enters for it at its next iteration (`Driver::poll_own`).
-        // Older kernels get the default mode. See driver.md for the measure.
+        // Older kernels get the default mode. See driver.md, "Ring flags".
         let ring = IoUring::builder()
             .setup_coop_taskrun()
             .setup_taskrun_flag()
