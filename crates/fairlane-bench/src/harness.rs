@@ -96,9 +96,11 @@ impl Window {
 /// Sleeps through `warmup`, then measures `counters` over `duration`.
 ///
 /// `abort` is polled every 10 ms where given (the transfer watchdog); when it
-/// returns true the window closes early. With an `abort`, the window also
-/// stays open past `duration` until at least `min_ops` operations were seen,
-/// so a slow workload reports a real rate instead of "nothing happened".
+/// returns true the window closes early. The window stays open past
+/// `duration` until at least `min_ops` operations (and at least one) were
+/// seen, so a slow workload (a short window on a loaded machine) reports a
+/// real rate instead of a division by zero; one that never completes an
+/// operation runs into the child's deadline and is reported as a timeout.
 pub fn measure(
     counters: &Counters,
     warmup: Duration,
@@ -106,11 +108,11 @@ pub fn measure(
     mut abort: Option<&mut dyn FnMut() -> bool>,
     min_ops: u64,
 ) -> Window {
-    let Some(abort) = abort.as_mut() else {
-        std::thread::sleep(warmup);
-        let (t0, start) = (counters.totals(), Instant::now());
-        std::thread::sleep(duration);
-        return window(counters, t0, start);
+    let min_ops = min_ops.max(1);
+    let mut never = || false;
+    let abort: &mut dyn FnMut() -> bool = match abort.as_mut() {
+        Some(abort) => *abort,
+        None => &mut never,
     };
     // Sleeps in 10 ms steps until `done` (the deadline has passed and the
     // condition holds) or abort; returns whether it aborted.
@@ -241,11 +243,21 @@ mod tests {
     }
 
     #[test]
-    fn window_counts_only_its_own_interval() {
-        let c = Counters::new(2);
+    fn window_counts_only_its_own_interval_and_waits_for_an_operation() {
+        let c = std::sync::Arc::new(Counters::new(2));
         c.slot(0).publish(10, 1);
+        // Nothing happens in the 1 ms window itself: it stays open until
+        // the operations published later, and counts only those.
+        let later = {
+            let c = c.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(30));
+                c.slot(0).publish(15, 1);
+            })
+        };
         let w = measure(&c, Duration::ZERO, Duration::from_millis(1), None, 0);
-        assert_eq!(w.delta.ops, 0);
-        assert!(w.ns_per_op().is_infinite());
+        later.join().unwrap();
+        assert_eq!(w.delta.ops, 5);
+        assert!(w.ns_per_op().is_finite());
     }
 }

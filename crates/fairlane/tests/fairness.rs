@@ -341,12 +341,14 @@ enum SpawnFrom {
 }
 
 /// Yield fairness: `TASKS` tasks loop on `yield_now`; once `total` polls have
-/// been counted in all, the most-polled task may have fewer than twice the
-/// polls of the least-polled one. Counting starts once every task exists.
+/// been counted in all, the most-polled task may have fewer than `bound`
+/// times the polls of the least-polled one. Counting starts once every task
+/// exists.
 fn yield_fairness_once(
     rt: &fairlane::Runtime,
     spawn_from: SpawnFrom,
     total: u64,
+    bound: u64,
 ) -> Result<(), String> {
     let go = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
@@ -388,11 +390,11 @@ fn yield_fairness_once(
     let counts: Vec<u64> = polls.iter().map(|p| p.load(Ordering::SeqCst)).collect();
     let max = *counts.iter().max().unwrap();
     let min = *counts.iter().min().unwrap();
-    if min > 0 && max < 2 * min {
+    if min > 0 && max < bound * min {
         Ok(())
     } else {
         Err(format!(
-            "poll counts of yielding tasks differ by 2x or more (max {max}, min {min}): \
+            "poll counts of yielding tasks differ by {bound}x or more (max {max}, min {min}): \
              {counts:?}"
         ))
     }
@@ -402,6 +404,7 @@ fn yield_fairness_once(
 /// (where tasks land differs from run to run), and fails on the first unfair
 /// one.
 fn yield_fairness(processors: usize, lanes: usize, spawn_from: SpawnFrom, trials: usize) {
+    let bound = if processors == 1 { 2 } else { 3 };
     // Enough polls for start-up (tasks spread over the processors) to fade.
     let total = 10_000 * TASKS as u64;
     let _serial = serial();
@@ -412,7 +415,7 @@ fn yield_fairness(processors: usize, lanes: usize, spawn_from: SpawnFrom, trials
                 .lanes_per_processor(lanes)
                 .build()
                 .unwrap();
-            if let Err(e) = yield_fairness_once(&rt, spawn_from, total) {
+            if let Err(e) = yield_fairness_once(&rt, spawn_from, total, bound) {
                 panic!(
                     "{processors} processor(s), {lanes} lane(s) each, spawned from \
                          {spawn_from:?}, trial {trial}: {e}"
@@ -431,9 +434,13 @@ fn yield_fairness_1_processor() {
     yield_fairness(1, 2, SpawnFrom::BlockOn, 20);
 }
 
-// With 2 processors a trial's ratio can exceed 2 (tasks moving between
-// processors blur each processor's lane order), so these tests can fail now
-// and then; they run fewer trials than at 1 processor.
+// With 2 processors the bound is 3x, not 2x: while the operating system
+// runs something else on one processor's core, that processor's tasks are
+// served by the other processor's age rule, which takes a lane's head only
+// once it is more than twice as old as its own, so their share of polls may
+// fall to about half for a while; tasks moving between processors blur each
+// processor's lane order further. A 2x bound fails now and then on a shared
+// machine; starvation (a task polled far less) still fails 3x.
 #[test]
 fn yield_fairness_2_processors() {
     yield_fairness(2, 2, SpawnFrom::BlockOn, 10);
