@@ -370,21 +370,33 @@ fn delete(shared: &Shared, args: &[&[u8]], noreply: bool, reply: &mut Vec<u8>) {
     });
 }
 
+/// The key and the parsed second word of `KEY WORD [noreply]` (incr,
+/// decr, touch); `None` once the error (`invalid`, for a word that does not
+/// parse) is in `reply`.
+fn key_and<'a, T: std::str::FromStr>(
+    args: &[&'a [u8]],
+    invalid: &[u8],
+    reply: &mut Vec<u8>,
+) -> Option<(&'a [u8], T)> {
+    let error: &[u8] = match args {
+        [key, word] | [key, word, _] if key.len() <= KEY_MAX => match number(word) {
+            Some(value) => return Some((key, value)),
+            None => invalid,
+        },
+        [_, _] | [_, _, _] => BAD_FORMAT,
+        _ => b"ERROR\r\n",
+    };
+    reply.extend_from_slice(error);
+    None
+}
+
 /// `incr|decr KEY DELTA [noreply]`.
 fn count(shared: &Shared, args: &[&[u8]], increment: bool, reply: &mut Vec<u8>) {
-    if args.len() != 2 && args.len() != 3 {
-        reply.extend_from_slice(b"ERROR\r\n");
-        return;
-    }
-    if args[0].len() > KEY_MAX {
-        reply.extend_from_slice(BAD_FORMAT);
-        return;
-    }
-    let Some(delta) = number::<u64>(args[1]) else {
-        reply.extend_from_slice(b"CLIENT_ERROR invalid numeric delta argument\r\n");
+    let invalid = b"CLIENT_ERROR invalid numeric delta argument\r\n";
+    let Some((key, delta)) = key_and::<u64>(args, invalid, reply) else {
         return;
     };
-    match shared.store.count(args[0], delta, increment) {
+    match shared.store.count(key, delta, increment) {
         Counted::Value(v) => {
             let _ = write!(reply, "{v}\r\n");
         }
@@ -396,19 +408,11 @@ fn count(shared: &Shared, args: &[&[u8]], increment: bool, reply: &mut Vec<u8>) 
 
 /// `touch KEY EXPTIME [noreply]`.
 fn touch(shared: &Shared, args: &[&[u8]], reply: &mut Vec<u8>) {
-    if args.len() != 2 && args.len() != 3 {
-        reply.extend_from_slice(b"ERROR\r\n");
-        return;
-    }
-    if args[0].len() > KEY_MAX {
-        reply.extend_from_slice(BAD_FORMAT);
-        return;
-    }
-    let Some(exptime) = number::<i32>(args[1]) else {
-        reply.extend_from_slice(b"CLIENT_ERROR invalid exptime argument\r\n");
+    let invalid = b"CLIENT_ERROR invalid exptime argument\r\n";
+    let Some((key, exptime)) = key_and::<i32>(args, invalid, reply) else {
         return;
     };
-    reply.extend_from_slice(if shared.store.touch(args[0], i64::from(exptime)) {
+    reply.extend_from_slice(if shared.store.touch(key, i64::from(exptime)) {
         b"TOUCHED\r\n"
     } else {
         b"NOT_FOUND\r\n"

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use fairlane::io::{IoBuf, IoBufMut};
 use fairlane::net::{TcpListener, TcpStream};
-use fairlane::signal::unix::{signal, SignalKind};
+use fairlane::signal::unix::{signal, Signal, SignalKind};
 use slab::Slab;
 
 use crate::protocol::{Session, Shared};
@@ -84,17 +84,7 @@ pub fn run(options: Options) -> io::Result<()> {
             listener.local_addr()?,
             fairlane::Handle::current().io_backend()
         );
-        let stop = futures_lite::future::or(
-            async {
-                interrupt.recv().await;
-                "SIGINT"
-            },
-            async {
-                terminate.recv().await;
-                "SIGTERM"
-            },
-        );
-        let signal = futures_lite::future::or(stop, async {
+        let signal = futures_lite::future::or(stop_signal(&mut interrupt, &mut terminate), async {
             accept(&listener, &shared, &connections).await;
             unreachable!("the accept loop never returns")
         })
@@ -106,22 +96,28 @@ pub fn run(options: Options) -> io::Result<()> {
             connections.open(),
             options.grace
         );
-        connections.stop();
-        if fairlane::time::timeout(options.grace, connections.closed())
-            .await
-            .is_err()
-        {
-            eprintln!(
-                "fairlane-memcached: closing the {} connections still open",
-                connections.open()
-            );
+        match connections.stop(options.grace).await {
+            0 => {}
+            left => eprintln!("fairlane-memcached: cancelling the {left} connections still open"),
         }
         Ok::<(), io::Error>(())
     })?;
-    // Cancels the connections still open.
     rt.shutdown_timeout(Duration::from_secs(1));
     eprintln!("fairlane-memcached: stopped");
     Ok(())
+}
+
+/// The name of the first of SIGINT and SIGTERM to arrive.
+async fn stop_signal(interrupt: &mut Signal, terminate: &mut Signal) -> &'static str {
+    let interrupted = async {
+        interrupt.recv().await;
+        "SIGINT"
+    };
+    let terminated = async {
+        terminate.recv().await;
+        "SIGTERM"
+    };
+    futures_lite::future::or(interrupted, terminated).await
 }
 
 /// Accepts connections for ever, one task each.
@@ -282,8 +278,9 @@ impl Connections {
         self.lock().wakers.len()
     }
 
-    /// Tells every connection to stop once it is between commands.
-    fn stop(&self) {
+    /// Tells every connection to stop once it is between commands, and
+    /// waits up to `grace` for them to close; returns how many are left.
+    async fn stop(&self, grace: Duration) -> usize {
         // Release, with the Acquire in `poll_stopped`: a connection that
         // stored its waker after this store sees the flag on its second
         // look; one that stored it before is woken below (the lock orders
@@ -296,11 +293,7 @@ impl Connections {
             .filter_map(|(_, w)| w.take())
             .collect();
         wakers.into_iter().for_each(Waker::wake);
-    }
-
-    /// Waits for every connection to close.
-    async fn closed(&self) {
-        poll_fn(|cx| {
+        let all_closed = poll_fn(|cx| {
             let mut inner = self.lock();
             if inner.wakers.is_empty() {
                 Poll::Ready(())
@@ -308,8 +301,9 @@ impl Connections {
                 inner.closed = Some(cx.waker().clone());
                 Poll::Pending
             }
-        })
-        .await
+        });
+        let _ = fairlane::time::timeout(grace, all_closed).await;
+        self.open()
     }
 }
 
