@@ -120,13 +120,39 @@ async fn stop_signal(interrupt: &mut Signal, terminate: &mut Signal) -> &'static
     futures_lite::future::or(interrupted, terminated).await
 }
 
+/// Serves memcached on `listener` for ever, one task per connection, with
+/// no signal handling: for a server inside another program (a benchmark);
+/// aborting the task stops accepting.
+///
+/// # Example
+/// ```
+/// use std::sync::Arc;
+/// use fairlane_memcached::protocol::Shared;
+/// use fairlane_memcached::store::{Config, Store, SystemClock};
+///
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let listener = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
+/// let addr = listener.local_addr()?;
+/// let shared = Arc::new(Shared::new(Store::new(Config::default(), Arc::new(SystemClock)), 1));
+/// rt.spawn(fairlane_memcached::server::serve(listener, shared));
+/// let mut client = std::net::TcpStream::connect(addr)?;
+/// std::io::Write::write_all(&mut client, b"version\r\n")?;
+/// let mut reply = [0; 8];
+/// std::io::Read::read_exact(&mut client, &mut reply)?;
+/// assert_eq!(&reply, b"VERSION ");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    accept(&listener, &shared, &Arc::new(Connections::default())).await
+}
+
 /// Accepts connections for ever, one task each.
 async fn accept(listener: &TcpListener, shared: &Arc<Shared>, connections: &Arc<Connections>) {
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
                 let (shared, registration) = (shared.clone(), connections.register());
-                drop(fairlane::spawn(serve(stream, shared, registration)));
+                drop(fairlane::spawn(connection(stream, shared, registration)));
             }
             Err(e) => {
                 eprintln!("fairlane-memcached: accept failed: {e}");
@@ -145,7 +171,7 @@ async fn accept(listener: &TcpListener, shared: &Arc<Shared>, connections: &Arc<
 
 /// One connection, until its client closes it, sends `quit`, or the server
 /// stops while it is between commands.
-async fn serve(stream: TcpStream, shared: Arc<Shared>, mut registration: Registration) {
+async fn connection(stream: TcpStream, shared: Arc<Shared>, mut registration: Registration) {
     // Relaxed: counters read on their own.
     shared.curr_connections.fetch_add(1, Ordering::Relaxed);
     shared.total_connections.fetch_add(1, Ordering::Relaxed);

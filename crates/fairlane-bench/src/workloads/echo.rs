@@ -16,13 +16,12 @@
 //! [`crate::runtimes::MonoioEchoServer`]); it runs no other workload.
 //! Runtimes without a network API (async-executor here) are not measured.
 
-use super::Emit;
+use super::{crashed, start_server, Emit, Load};
 use crate::runtimes::BenchRuntime;
-use crate::spec::{ChildSpec, Metric, Outcome, Status};
-use hdrhistogram::Histogram;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use crate::spec::{ChildSpec, Metric, Outcome};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Bytes per request.
@@ -42,116 +41,71 @@ pub fn drive<S>(
     emit: Emit<'_>,
     start: impl FnOnce(std::net::TcpListener) -> std::io::Result<S>,
 ) {
-    let failed = |detail: String| Outcome {
-        status: Status::Crashed,
-        detail: Some(detail),
-        ..Outcome::default()
-    };
-    let listener = match std::net::TcpListener::bind("127.0.0.1:0") {
-        Ok(l) => l,
-        Err(e) => return emit(failed(format!("bind: {e}"))),
-    };
-    let addr = listener.local_addr().expect("bound");
-    let server = match start(listener) {
-        Ok(server) => server,
-        Err(e) => return emit(failed(format!("echo server: {e}"))),
+    let (server, addr) = match start_server(start) {
+        Ok(started) => started,
+        Err(outcome) => return emit(outcome),
     };
     let connections = spec.tasks.max(1);
-    let requests = Arc::new(AtomicU64::new(0));
-    let recording = Arc::new(AtomicBool::new(false));
-    let stop = Arc::new(AtomicBool::new(false));
-    let hist = Arc::new(Mutex::new(
-        Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds"),
-    ));
+    let load = Load::new();
     let client = {
-        let (requests, recording, stop, hist) = (
-            requests.clone(),
-            recording.clone(),
-            stop.clone(),
-            hist.clone(),
-        );
+        let load = load.clone();
         std::thread::Builder::new()
             .name("echo-clients".into())
-            .spawn(move || clients(addr, connections, requests, recording, stop, hist))
+            .spawn(move || clients(addr, connections, load))
             .expect("start the client thread")
     };
     std::thread::sleep(spec.warmup());
-    recording.store(true, Ordering::SeqCst);
-    let start_count = requests.load(Ordering::SeqCst);
+    load.recording.store(true, Ordering::SeqCst);
+    let start_count = load.requests.load(Ordering::SeqCst);
     let start = Instant::now();
     std::thread::sleep(spec.duration());
-    let done = requests.load(Ordering::SeqCst) - start_count;
+    let done = load.requests.load(Ordering::SeqCst) - start_count;
     let elapsed = start.elapsed();
-    recording.store(false, Ordering::SeqCst);
-    stop.store(true, Ordering::SeqCst);
+    load.recording.store(false, Ordering::SeqCst);
+    load.stop.store(true, Ordering::SeqCst);
     let client_result = client.join();
     let outcome = match client_result {
-        Ok(Ok(())) if done > 0 => {
-            let p99 = hist.lock().unwrap().value_at_quantile(0.99) as f64 / 1000.0;
-            Outcome {
-                metrics: vec![
-                    Metric::new("ns/req", elapsed.as_nanos() as f64 / done as f64, "ns"),
-                    Metric::new("req/s", done as f64 / elapsed.as_secs_f64(), "/s"),
-                    Metric::new("p99", p99, "us"),
-                ],
-                ..Outcome::default()
-            }
-        }
-        Ok(Ok(())) => failed("no request completed in the window".into()),
-        Ok(Err(e)) => failed(format!("client: {e}")),
-        Err(_) => failed("the client thread panicked".into()),
+        Ok(Ok(())) if done > 0 => Outcome {
+            metrics: vec![
+                Metric::new("ns/req", elapsed.as_nanos() as f64 / done as f64, "ns"),
+                Metric::new("req/s", done as f64 / elapsed.as_secs_f64(), "/s"),
+                Metric::new("p99", load.p99_us(), "us"),
+            ],
+            ..Outcome::default()
+        },
+        Ok(Ok(())) => crashed("no request completed in the window".into()),
+        Ok(Err(e)) => crashed(format!("client: {e}")),
+        Err(_) => crashed("the client thread panicked".into()),
     };
     emit(outcome);
     drop(server);
 }
 
 /// The load generator: `connections` closed-loop clients on one thread.
-fn clients(
-    addr: std::net::SocketAddr,
-    connections: usize,
-    requests: Arc<AtomicU64>,
-    recording: Arc<AtomicBool>,
-    stop: Arc<AtomicBool>,
-    hist: Arc<Mutex<Histogram<u64>>>,
-) -> std::io::Result<()> {
+fn clients(addr: std::net::SocketAddr, connections: usize, load: Arc<Load>) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
         .build()?;
     rt.block_on(async move {
         let mut tasks = Vec::new();
         for _ in 0..connections {
-            let (requests, recording, stop, hist) = (
-                requests.clone(),
-                recording.clone(),
-                stop.clone(),
-                hist.clone(),
-            );
+            let load = load.clone();
             let mut stream = tokio::net::TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
             tasks.push(tokio::spawn(async move {
                 let msg = [7u8; MESSAGE];
                 let mut back = [0u8; MESSAGE];
-                let mut local =
-                    Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds");
-                while !stop.load(Ordering::Relaxed) {
+                let mut local = Load::histogram();
+                while !load.stop.load(Ordering::Relaxed) {
                     let t = Instant::now();
                     stream.write_all(&msg).await?;
                     stream.read_exact(&mut back).await?;
-                    if recording.load(Ordering::Relaxed) {
-                        let _ = local.record(t.elapsed().as_nanos().max(1) as u64);
-                    }
-                    requests.fetch_add(1, Ordering::Relaxed);
+                    load.answered(&mut local, t);
                 }
-                hist.lock().unwrap().add(&local).expect("same bounds");
+                load.merge(&local);
                 Ok::<(), std::io::Error>(())
             }));
         }
-        for t in tasks {
-            t.await.map_err(std::io::Error::other)??;
-        }
-        // Give the server a moment to see the connections close.
-        tokio::task::yield_now().await;
-        let _ = Duration::ZERO;
-        Ok(())
+        Load::join(tasks).await
     })
 }
