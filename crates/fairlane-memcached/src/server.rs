@@ -5,7 +5,11 @@
 //! On SIGINT or SIGTERM it shuts down gracefully: it stops accepting,
 //! closes each connection as soon as it is between commands (a command
 //! whose bytes are still arriving is finished first), waits up to the
-//! grace period for them, then cancels those left and returns.
+//! grace period for them, then cancels those left and returns. A new
+//! server can then bind the same port at once. One killed with SIGKILL
+//! cannot clean up: on io_uring its port stays busy for as long as the
+//! kernel takes to tear its rings down (their pending accept holds the
+//! listening socket).
 
 use std::future::poll_fn;
 use std::io;

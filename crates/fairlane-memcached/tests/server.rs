@@ -23,8 +23,12 @@ struct Server {
 
 impl Server {
     fn start(backend: &str, args: &[&str]) -> Server {
+        Server::start_on("127.0.0.1:0", backend, args)
+    }
+
+    fn start_on(address: &str, backend: &str, args: &[&str]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_fairlane-memcached"))
-            .arg("127.0.0.1:0")
+            .arg(address)
             .arg("1")
             .args(args)
             .env("FAIRLANE_IO_BACKEND", backend)
@@ -293,6 +297,29 @@ fn sigterm_finishes_commands_in_progress_then_exits_0() {
         assert!(busy.closed(), "{backend}: the busy connection stays open");
         let status = server.wait();
         assert!(status.success(), "{backend}: {status}");
+    });
+}
+
+/// A server stopped with SIGTERM leaves its port free: the next one binds
+/// it at once, ten times over.
+#[test]
+fn restarts_on_the_same_port_at_once() {
+    on_both_backends(|backend| {
+        let mut address = "127.0.0.1:0".to_string();
+        for round in 0..10 {
+            let mut server = Server::start_on(&address, backend, &[]);
+            address = server.addr.to_string();
+            let mut c = server.connect();
+            assert!(
+                c.ask("version\r\n").starts_with("VERSION "),
+                "{backend}, round {round}"
+            );
+            drop(c);
+            server.terminate();
+            server.wait_for("stopped");
+            let status = server.wait();
+            assert!(status.success(), "{backend}, round {round}: {status}");
+        }
     });
 }
 
