@@ -28,6 +28,8 @@
 //! assert_eq!(out, b"STORED\r\nVALUE k 0 2\r\nhi\r\nEND\r\n");
 //! ```
 
+#![warn(missing_docs)]
+
 pub mod protocol;
 pub mod server;
 pub mod store;

@@ -311,6 +311,18 @@ impl Shard {
 }
 
 /// The items, in shards.
+///
+/// # Example
+/// ```
+/// use fairlane_memcached::store::{Config, ManualClock, Mode, Store, Stored};
+///
+/// let clock = ManualClock::new(1_700_000_000);
+/// let store = Store::new(Config::default(), clock.clone());
+/// assert_eq!(store.store(Mode::Set, b"k", 7, 10, b"value"), Stored::Stored);
+/// assert_eq!(store.get(b"k", |item| (item.flags, item.value.clone())), Some((7, b"value".to_vec())));
+/// clock.advance(10);
+/// assert_eq!(store.get(b"k", |_| ()), None, "expired after its 10 s");
+/// ```
 pub struct Store {
     shards: Box<[Mutex<Shard>]>,
     hasher: RandomState,
