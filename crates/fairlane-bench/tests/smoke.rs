@@ -351,3 +351,61 @@ fn help_explains_every_option() {
         assert!(!help.contains(hidden), "--help shows {hidden}:\n{help}");
     }
 }
+
+/// The memcached workload runs on fairlane (both backends) and tokio with
+/// its four metrics, at each processor count, and on real memcached where
+/// that is installed (a note says so where it is not); the runtimes without
+/// a network API, and monoio, skip it.
+#[test]
+fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
+    let dir = scratch("memcached");
+    let json = dir.join("samples.json");
+    let out = run(&[
+        "--workloads",
+        "memcached",
+        "--processors",
+        "1,2",
+        "--runs",
+        "1",
+        "--warmup",
+        "20ms",
+        "--duration",
+        "50ms",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let mut seen = BTreeSet::new();
+    for s in &samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+        seen.insert((
+            s["runtime"].as_str().unwrap().to_string(),
+            s["processors"].as_u64().unwrap(),
+            s["metric"].as_str().unwrap().to_string(),
+        ));
+    }
+    let installed = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join("memcached").is_file())
+    });
+    let mut runtimes = vec!["fairlane", "fairlane-fallback", "tokio"];
+    if installed {
+        runtimes.push("memcached");
+    } else {
+        let notes = String::from_utf8_lossy(&out.stdout);
+        assert!(notes.contains("real memcached is not installed"), "{notes}");
+    }
+    for r in &runtimes {
+        for p in [1, 2] {
+            for m in ["ns/op", "ops/s", "p99", "cpu/op"] {
+                assert!(
+                    seen.contains(&(r.to_string(), p, m.into())),
+                    "no memcached {m} on {r} at p={p}: {seen:?}"
+                );
+            }
+        }
+    }
+    for r in ["async-executor", "monoio"] {
+        assert!(!seen.iter().any(|(sr, _, _)| sr == r), "{r} ran: {seen:?}");
+    }
+}
