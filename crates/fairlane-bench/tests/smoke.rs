@@ -44,6 +44,18 @@ fn run(args: &[&str]) -> Output {
     out
 }
 
+/// Runs the suite briefly (one run, a 20 ms warm-up, a 50 ms window) with
+/// `args` added, writing its samples under `name`: its output and samples.
+fn run_briefly(name: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    let json = scratch(name).join("samples.json");
+    let mut all = args.to_vec();
+    all.extend(["--runs", "1", "--warmup", "20ms", "--duration", "50ms"]);
+    all.extend(["--json", json.to_str().unwrap()]);
+    let out = run(&all);
+    let samples = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (out, samples)
+}
+
 /// The outcome JSON a child printed.
 fn child(spec: Value) -> Value {
     let out = Command::new(BIN)
@@ -177,27 +189,19 @@ fn every_workload_on_every_runtime_has_the_right_shape() {
 
 #[test]
 fn echo_runs_on_the_runtimes_with_a_network_api_and_monoio_only_there() {
-    let dir = scratch("echo");
-    let json = dir.join("samples.json");
-    let out = run(&[
-        "--workloads",
-        "yield,echo",
-        "--runtimes",
-        "fairlane,fairlane-fallback,tokio,monoio,async-executor",
-        "--processors",
-        "2",
-        "--tasks-per-processor",
-        "5",
-        "--runs",
-        "1",
-        "--warmup",
-        "20ms",
-        "--duration",
-        "50ms",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (out, samples) = run_briefly(
+        "echo",
+        &[
+            "--workloads",
+            "yield,echo",
+            "--runtimes",
+            "fairlane,fairlane-fallback,tokio,monoio,async-executor",
+            "--processors",
+            "2",
+            "--tasks-per-processor",
+            "5",
+        ],
+    );
     let mut seen = BTreeSet::new();
     for s in &samples {
         assert_eq!(s["status"], "ok", "{s}");
@@ -358,23 +362,8 @@ fn help_explains_every_option() {
 /// a network API, and monoio, skip it.
 #[test]
 fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
-    let dir = scratch("memcached");
-    let json = dir.join("samples.json");
-    let out = run(&[
-        "--workloads",
-        "memcached",
-        "--processors",
-        "1,2",
-        "--runs",
-        "1",
-        "--warmup",
-        "20ms",
-        "--duration",
-        "50ms",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let args = ["--workloads", "memcached", "--processors", "1,2"];
+    let (out, samples) = run_briefly("memcached", &args);
     let mut seen = BTreeSet::new();
     for s in &samples {
         assert_eq!(s["status"], "ok", "{s}");
