@@ -7,7 +7,8 @@
 //! on stderr and exits with [`TEARDOWN_HANG`].
 
 use crate::runtimes::{
-    AsyncExecutorRuntime, BenchRuntime, FairlaneRuntime, MonoioEchoServer, TokioRuntime,
+    AsyncExecutorRuntime, BenchRuntime, FairlaneRuntime, MonoioEchoServer, RealMemcached,
+    TokioRuntime,
 };
 use crate::spec::{ChildSpec, Outcome, RuntimeKind, Status, Workload, RESULT_MARKER};
 use crate::workloads;
@@ -53,6 +54,18 @@ pub fn main(spec_json: &str) -> ! {
             other => fail(format!(
                 "{} only runs the echo workload (thread-per-core: no shared worker pool to \
                  spawn onto), not {}",
+                spec.runtime.name(),
+                other.name()
+            )),
+        },
+        RuntimeKind::Memcached => match spec.workload {
+            Workload::Memcached => workloads::memcached::drive(&spec, &mut emit, |listener| {
+                let server = RealMemcached::start(listener, spec.processors)?;
+                let pid = server.pid();
+                Ok((server, workloads::server_cpu::ServerProcess::Other(pid)))
+            }),
+            other => fail(format!(
+                "{} only runs the memcached workload, not {}",
                 spec.runtime.name(),
                 other.name()
             )),

@@ -27,7 +27,10 @@ for costs: >1x means fairlane is ahead, <1x behind).
 Workloads: cycle, yield, churn, locality, transfer, \
 transfer-park run loaded and lightly loaded at each processor count (transfer needs at \
 least 2 processors); spawn at each processor count; wake (with the std-thread \
-park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio, monoio; runtimes without a network API skip it) at the largest one.";
+park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio, monoio; runtimes without a network API skip it) at the largest one; \
+memcached (the fairlane-memcached server, 64 loopback connections, get/set 9:1, with server CPU \
+per operation; fairlane on both backends, the same protocol code on tokio, and real memcached \
+-t N where it is installed) at each processor count.";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]
@@ -65,7 +68,8 @@ pub struct Cli {
     pub workloads: Vec<Workload>,
 
     /// Runtimes to compare (comma-separated). Default: all of them
-    /// (fairlane-fallback and monoio only run echo, async-executor skips it).
+    /// (fairlane-fallback only runs echo and memcached, monoio echo, memcached
+    /// (real memcached) only memcached; async-executor skips both).
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
     pub runtimes: Vec<RuntimeKind>,
 

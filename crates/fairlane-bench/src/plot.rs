@@ -22,6 +22,7 @@ fn color(r: RuntimeKind) -> RGBColor {
         RuntimeKind::Monoio => RGBColor(0x94, 0x67, 0xbd),
         RuntimeKind::AsyncExecutor => RGBColor(0x2c, 0xa0, 0x2c),
         RuntimeKind::ThreadFloor => RGBColor(0x55, 0x55, 0x55),
+        RuntimeKind::Memcached => RGBColor(0x8c, 0x56, 0x4b),
     }
 }
 

@@ -306,6 +306,22 @@ pub fn notes(cfg: &Config, rows: &[Row], results: &Results) -> String {
     for p in &results.problems {
         let _ = writeln!(out, "- problem: {p}");
     }
+    if cfg.workloads.contains(&Workload::Memcached) {
+        if !cfg.memcached_installed {
+            let _ = writeln!(
+                out,
+                "memcached: real memcached is not installed (Debian package memcached): its \
+                 column is skipped."
+            );
+        }
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let _ = writeln!(
+            out,
+            "memcached: cpu/op = the server's CPU time per operation (us), all its threads but \
+             the load generator's; server and load generator pinned to different cores where \
+             p < {cores} cores, unpinned otherwise."
+        );
+    }
     out
 }
 
@@ -341,7 +357,7 @@ pub fn write_report(
     for &w in &cfg.workloads {
         if matches!(
             w,
-            Workload::Wake | Workload::Idle | Workload::Echo | Workload::Hang
+            Workload::Wake | Workload::Idle | Workload::Echo | Workload::Memcached | Workload::Hang
         ) {
             continue;
         }

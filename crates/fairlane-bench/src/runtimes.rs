@@ -52,10 +52,29 @@ pub trait BenchRuntime: Sized + 'static {
             "this runtime has no network API here",
         ))
     }
+
+    /// Starts a memcached server (`fairlane-memcached`'s protocol and
+    /// store, one task per connection) on `listener`, returning once it is
+    /// accepting. The default: the runtime has no network API.
+    fn memcached_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+        drop(listener);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this runtime has no network API here",
+        ))
+    }
+}
+
+/// The memcached state every server of the workload starts from.
+fn memcached_state(processors: usize) -> std::sync::Arc<fairlane_memcached::protocol::Shared> {
+    use fairlane_memcached::store::{Config, Store, SystemClock};
+    let store = Store::new(Config::default(), std::sync::Arc::new(SystemClock));
+    std::sync::Arc::new(fairlane_memcached::protocol::Shared::new(store, processors))
 }
 
 pub use self::async_executor_rt::AsyncExecutorRuntime;
 pub use self::fairlane_rt::FairlaneRuntime;
+pub use self::memcached_process::RealMemcached;
 pub use self::monoio_rt::MonoioEchoServer;
 pub use self::tokio_rt::TokioRuntime;
 
@@ -142,6 +161,16 @@ mod fairlane_rt {
             });
             Ok(())
         }
+
+        fn memcached_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            let listener = self
+                .0
+                .block_on(async { fairlane::net::TcpListener::from_std(listener) })?;
+            let shared = memcached_state(self.0.metrics().processors.len());
+            self.0
+                .spawn(fairlane_memcached::server::serve(listener, shared));
+            Ok(())
+        }
     }
 }
 
@@ -214,6 +243,40 @@ mod tokio_rt {
                             if stream.write_all(&buf[..n]).await.is_err() {
                                 return;
                             }
+                        }
+                    });
+                }
+            });
+            Ok(())
+        }
+
+        fn memcached_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            use tokio::io::{AsyncReadExt, AsyncWriteExt};
+            listener.set_nonblocking(true)?;
+            let listener = {
+                let _guard = self.0.enter();
+                tokio::net::TcpListener::from_std(listener)?
+            };
+            let shared = memcached_state(self.0.metrics().num_workers());
+            self.0.spawn(async move {
+                while let Ok((mut stream, _)) = listener.accept().await {
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        let _ = stream.set_nodelay(true);
+                        let mut session = fairlane_memcached::protocol::Session::new();
+                        let (mut input, mut out) = (Vec::with_capacity(16384), Vec::new());
+                        loop {
+                            input.reserve(4096);
+                            if !matches!(stream.read_buf(&mut input).await, Ok(n) if n > 0) {
+                                return;
+                            }
+                            let done = session.execute(&shared, &input, &mut out);
+                            input.drain(..done.consumed);
+                            if stream.write_all(&out).await.is_err() || done.close {
+                                return;
+                            }
+                            out.clear();
+                            input.reserve(done.wanted.saturating_sub(input.len()));
                         }
                     });
                 }
@@ -416,6 +479,75 @@ mod monoio_rt {
                 return;
             }
             buf = b;
+        }
+    }
+}
+
+mod memcached_process {
+    use std::io;
+    use std::process::{Child, Command, Stdio};
+    use std::time::{Duration, Instant};
+
+    /// Real memcached in a process of its own, with `-t processors`
+    /// threads, on the port of the listener it is given; killed when
+    /// dropped.
+    pub struct RealMemcached(Child);
+
+    impl RealMemcached {
+        /// The program, if it is installed.
+        pub fn program() -> Option<std::path::PathBuf> {
+            std::env::var_os("PATH").and_then(|path| {
+                std::env::split_paths(&path)
+                    .map(|dir| dir.join("memcached"))
+                    .find(|p| p.is_file())
+            })
+        }
+
+        /// Starts it on `listener`'s port (closing the listener first) and
+        /// waits until it accepts.
+        pub fn start(listener: std::net::TcpListener, processors: usize) -> io::Result<Self> {
+            let addr = listener.local_addr()?;
+            drop(listener);
+            let program = Self::program().ok_or_else(|| {
+                io::Error::new(io::ErrorKind::NotFound, "memcached is not installed")
+            })?;
+            let mut command = Command::new(program);
+            command
+                .args([
+                    "-t",
+                    &processors.to_string(),
+                    "-p",
+                    &addr.port().to_string(),
+                ])
+                .args(["-l", &addr.ip().to_string(), "-U", "0", "-m", "64"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            // SAFETY: geteuid has no preconditions.
+            if unsafe { libc::geteuid() } == 0 {
+                // memcached refuses to run as root without a user to become.
+                command.args(["-u", "nobody"]);
+            }
+            let server = RealMemcached(command.spawn()?);
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while std::net::TcpStream::connect(addr).is_err() {
+                if Instant::now() > deadline {
+                    return Err(io::Error::other("memcached did not accept within 10 s"));
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Ok(server)
+        }
+
+        /// Its process id.
+        pub fn pid(&self) -> u32 {
+            self.0.id()
+        }
+    }
+
+    impl Drop for RealMemcached {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
         }
     }
 }

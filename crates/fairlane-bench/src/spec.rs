@@ -47,6 +47,9 @@ pub enum Workload {
     Idle,
     /// A TCP echo server driven by 100 loopback connections: ns/req, req/s, p99.
     Echo,
+    /// A memcached server driven by 64 loopback connections, get/set 9:1:
+    /// ns/op, ops/s, p99, server CPU per operation.
+    Memcached,
     /// Test hook: a child that never answers (checks the deadline kill).
     #[value(hide = true)]
     Hang,
@@ -54,7 +57,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload of the suite, in table order.
-    pub const ALL: [Workload; 10] = [
+    pub const ALL: [Workload; 11] = [
         Workload::Cycle,
         Workload::Yield,
         Workload::Churn,
@@ -65,6 +68,7 @@ impl Workload {
         Workload::Wake,
         Workload::Idle,
         Workload::Echo,
+        Workload::Memcached,
     ];
 
     /// The name used on the command line, in tables and in JSON.
@@ -80,6 +84,7 @@ impl Workload {
             Workload::Wake => "wake",
             Workload::Idle => "idle",
             Workload::Echo => "echo",
+            Workload::Memcached => "memcached",
             Workload::Hang => "hang",
         }
     }
@@ -113,7 +118,7 @@ impl Workload {
     /// Whether the workload does network I/O (only runtimes with a network
     /// API run it).
     pub fn is_io(self) -> bool {
-        matches!(self, Workload::Echo)
+        matches!(self, Workload::Echo | Workload::Memcached)
     }
 }
 
@@ -145,6 +150,9 @@ pub enum RuntimeKind {
     Monoio,
     /// One `async_executor::Executor` run on `processors` threads.
     AsyncExecutor,
+    /// Not a runtime: real memcached (`memcached -t processors`), only on
+    /// the memcached workload, where it is installed.
+    Memcached,
     /// Not a runtime: two std threads parking and unparking each other, the
     /// physical floor of the wake latency (only runs the wake workload).
     #[value(hide = true)]
@@ -153,12 +161,13 @@ pub enum RuntimeKind {
 
 impl RuntimeKind {
     /// The runtimes compared by default, fairlane first.
-    pub const ALL: [RuntimeKind; 5] = [
+    pub const ALL: [RuntimeKind; 6] = [
         RuntimeKind::Fairlane,
         RuntimeKind::FairlaneFallback,
         RuntimeKind::Tokio,
         RuntimeKind::Monoio,
         RuntimeKind::AsyncExecutor,
+        RuntimeKind::Memcached,
     ];
 
     /// The name used on the command line, in tables and in JSON.
@@ -169,6 +178,7 @@ impl RuntimeKind {
             RuntimeKind::Tokio => "tokio",
             RuntimeKind::Monoio => "monoio",
             RuntimeKind::AsyncExecutor => "async-executor",
+            RuntimeKind::Memcached => "memcached",
             RuntimeKind::ThreadFloor => "thread-floor",
         }
     }

@@ -34,6 +34,9 @@ pub struct Config {
     pub seed: u64,
     pub fairlane: FairlaneKnobs,
     pub exe: PathBuf,
+    /// Whether real memcached is installed (the memcached workload's
+    /// `memcached` column).
+    pub memcached_installed: bool,
 }
 
 impl Config {
@@ -85,6 +88,7 @@ impl Config {
                 help_factor_log2: cli.fairlane_help_factor,
             },
             exe: std::env::current_exe()?,
+            memcached_installed: crate::runtimes::RealMemcached::program().is_some(),
         })
     }
 
@@ -124,6 +128,14 @@ impl Config {
     /// only the runtimes with a network API run).
     pub fn runtimes_for(&self, cell: &Cell) -> Vec<RuntimeKind> {
         let mut r = self.runtimes.clone();
+        if cell.workload == Workload::Memcached {
+            r.retain(|&k| !matches!(k, RuntimeKind::AsyncExecutor | RuntimeKind::Monoio));
+            if !self.memcached_installed {
+                r.retain(|&k| k != RuntimeKind::Memcached);
+            }
+            return r;
+        }
+        r.retain(|&k| k != RuntimeKind::Memcached);
         if cell.workload.is_io() {
             r.retain(|&k| k != RuntimeKind::AsyncExecutor);
         } else {
@@ -187,6 +199,7 @@ impl Cell {
             (Workload::Spawn, None) => self.processors,
             (Workload::Idle, None) => crate::workloads::idle::TASKS,
             (Workload::Echo, None) => ECHO_CONNECTIONS,
+            (Workload::Memcached, None) => crate::workloads::memcached::CONNECTIONS,
             _ => 1,
         }
     }
@@ -198,6 +211,9 @@ impl Cell {
             (Workload::Spawn, None) => "1/p".to_string(),
             (Workload::Idle, None) => "10k".to_string(),
             (Workload::Echo, None) => format!("{ECHO_CONNECTIONS} conn"),
+            (Workload::Memcached, None) => {
+                format!("{} conn", crate::workloads::memcached::CONNECTIONS)
+            }
             _ => "1".to_string(),
         }
     }

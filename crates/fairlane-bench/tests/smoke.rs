@@ -44,6 +44,18 @@ fn run(args: &[&str]) -> Output {
     out
 }
 
+/// Runs the suite briefly (one run, a 20 ms warm-up, a 50 ms window) with
+/// `args` added, writing its samples under `name`: its output and samples.
+fn run_briefly(name: &str, args: &[&str]) -> (Output, Vec<Value>) {
+    let json = scratch(name).join("samples.json");
+    let mut all = args.to_vec();
+    all.extend(["--runs", "1", "--warmup", "20ms", "--duration", "50ms"]);
+    all.extend(["--json", json.to_str().unwrap()]);
+    let out = run(&all);
+    let samples = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    (out, samples)
+}
+
 /// The outcome JSON a child printed.
 fn child(spec: Value) -> Value {
     let out = Command::new(BIN)
@@ -177,27 +189,19 @@ fn every_workload_on_every_runtime_has_the_right_shape() {
 
 #[test]
 fn echo_runs_on_the_runtimes_with_a_network_api_and_monoio_only_there() {
-    let dir = scratch("echo");
-    let json = dir.join("samples.json");
-    let out = run(&[
-        "--workloads",
-        "yield,echo",
-        "--runtimes",
-        "fairlane,fairlane-fallback,tokio,monoio,async-executor",
-        "--processors",
-        "2",
-        "--tasks-per-processor",
-        "5",
-        "--runs",
-        "1",
-        "--warmup",
-        "20ms",
-        "--duration",
-        "50ms",
-        "--json",
-        json.to_str().unwrap(),
-    ]);
-    let samples: Vec<Value> = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let (out, samples) = run_briefly(
+        "echo",
+        &[
+            "--workloads",
+            "yield,echo",
+            "--runtimes",
+            "fairlane,fairlane-fallback,tokio,monoio,async-executor",
+            "--processors",
+            "2",
+            "--tasks-per-processor",
+            "5",
+        ],
+    );
     let mut seen = BTreeSet::new();
     for s in &samples {
         assert_eq!(s["status"], "ok", "{s}");
@@ -349,5 +353,48 @@ fn help_explains_every_option() {
     }
     for hidden in ["__child", "- hang", "idle, hang", "thread-floor"] {
         assert!(!help.contains(hidden), "--help shows {hidden}:\n{help}");
+    }
+}
+
+/// The memcached workload runs on fairlane (both backends) and tokio with
+/// its four metrics, at each processor count, and on real memcached where
+/// that is installed (a note says so where it is not); the runtimes without
+/// a network API, and monoio, skip it.
+#[test]
+fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
+    let args = ["--workloads", "memcached", "--processors", "1,2"];
+    let (out, samples) = run_briefly("memcached", &args);
+    let mut seen = BTreeSet::new();
+    for s in &samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+        seen.insert((
+            s["runtime"].as_str().unwrap().to_string(),
+            s["processors"].as_u64().unwrap(),
+            s["metric"].as_str().unwrap().to_string(),
+        ));
+    }
+    let installed = std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join("memcached").is_file())
+    });
+    let mut runtimes = vec!["fairlane", "fairlane-fallback", "tokio"];
+    if installed {
+        runtimes.push("memcached");
+    } else {
+        let notes = String::from_utf8_lossy(&out.stdout);
+        assert!(notes.contains("real memcached is not installed"), "{notes}");
+    }
+    for r in &runtimes {
+        for p in [1, 2] {
+            for m in ["ns/op", "ops/s", "p99", "cpu/op"] {
+                assert!(
+                    seen.contains(&(r.to_string(), p, m.into())),
+                    "no memcached {m} on {r} at p={p}: {seen:?}"
+                );
+            }
+        }
+    }
+    for r in ["async-executor", "monoio"] {
+        assert!(!seen.iter().any(|(sr, _, _)| sr == r), "{r} ran: {seen:?}");
     }
 }

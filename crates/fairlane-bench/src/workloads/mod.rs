@@ -11,7 +11,10 @@
 //! one operation is, and what is measured.
 
 use crate::runtimes::BenchRuntime;
-use crate::spec::{ChildSpec, Outcome, Workload};
+use crate::spec::{ChildSpec, Outcome, Status, Workload};
+use hdrhistogram::Histogram;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod churn;
@@ -19,6 +22,8 @@ pub mod cycle;
 pub mod echo;
 pub mod idle;
 pub mod locality;
+pub mod memcached;
+pub mod server_cpu;
 pub mod spawn;
 pub mod transfer;
 pub mod wake;
@@ -40,9 +45,92 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         Workload::Wake => wake::run(rt, spec, emit),
         Workload::Idle => idle::run(rt, spec, emit),
         Workload::Echo => echo::run(rt, spec, emit),
+        Workload::Memcached => memcached::run(rt, spec, emit),
         Workload::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },
+    }
+}
+
+/// The outcome of a measurement that could not run.
+pub(crate) fn crashed(detail: String) -> Outcome {
+    Outcome {
+        status: Status::Crashed,
+        detail: Some(detail),
+        ..Outcome::default()
+    }
+}
+
+/// Binds a loopback listener and hands it to `start` (which returns once
+/// its server accepts): the server and the address, or why not.
+pub(crate) fn start_server<S>(
+    start: impl FnOnce(std::net::TcpListener) -> std::io::Result<S>,
+) -> Result<(S, std::net::SocketAddr), Outcome> {
+    let listener =
+        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| crashed(format!("bind: {e}")))?;
+    let addr = listener.local_addr().expect("bound");
+    let server = start(listener).map_err(|e| crashed(format!("server: {e}")))?;
+    Ok((server, addr))
+}
+
+/// What the closed-loop clients of a server workload share with the
+/// driver thread.
+pub(crate) struct Load {
+    /// Requests answered so far.
+    pub requests: AtomicU64,
+    /// The window is open: latencies are recorded.
+    pub recording: AtomicBool,
+    /// The clients are to stop.
+    pub stop: AtomicBool,
+    latencies: Mutex<Histogram<u64>>,
+}
+
+impl Load {
+    pub fn new() -> Arc<Load> {
+        Arc::new(Load {
+            requests: AtomicU64::new(0),
+            recording: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            latencies: Mutex::new(Load::histogram()),
+        })
+    }
+
+    /// A histogram of latencies in nanoseconds, for one client to fill.
+    pub fn histogram() -> Histogram<u64> {
+        Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+    }
+
+    /// Counts a request answered, started at `started`, and records its
+    /// latency in `local` while the window is open.
+    pub fn answered(&self, local: &mut Histogram<u64>, started: std::time::Instant) {
+        if self.recording.load(Ordering::Relaxed) {
+            let _ = local.record(started.elapsed().as_nanos().max(1) as u64);
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Waits for every client task; the first error.
+    pub async fn join(
+        tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
+    ) -> std::io::Result<()> {
+        for t in tasks {
+            t.await.map_err(std::io::Error::other)??;
+        }
+        Ok(())
+    }
+
+    /// Adds one client's latencies.
+    pub fn merge(&self, local: &Histogram<u64>) {
+        self.latencies
+            .lock()
+            .unwrap()
+            .add(local)
+            .expect("same bounds");
+    }
+
+    /// The 99th percentile of the merged latencies, in microseconds.
+    pub fn p99_us(&self) -> f64 {
+        self.latencies.lock().unwrap().value_at_quantile(0.99) as f64 / 1000.0
     }
 }
 

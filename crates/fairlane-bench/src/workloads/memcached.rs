@@ -1,0 +1,251 @@
+//! **memcached**: a memcached server (text protocol) driven over loopback
+//! by [`CONNECTIONS`] client connections with a get/set mix of 9:1.
+//!
+//! The servers: fairlane's (the `fairlane-memcached` crate, on io_uring and
+//! on the fallback, two runtime columns), the same protocol code served by
+//! tokio, both inside this process, and real memcached (`memcached -t
+//! PROCESSORS`, a process of its own; skipped with a message where it is
+//! not installed).
+//!
+//! The clients run on one thread of their own (a tokio current-thread
+//! runtime, the same for every server), each connection in a closed loop:
+//! one request, its reply, again. Keys are `key:NNNNN` out of [`KEYS`],
+//! all stored before the warm-up, values [`VALUE`] bytes. Metrics over the
+//! window: `ns/op` (wall time per operation, all connections together),
+//! `ops/s`, the p99 of one operation in microseconds, and `cpu/op`: the
+//! server's CPU time per operation in microseconds, every thread of the
+//! server counted (io_uring's kernel workers are threads of the process)
+//! except the load generator's.
+//!
+//! Where the machine has more cores than the server has processors, the
+//! server's threads are pinned to the first `processors` cores and the
+//! load generator to the next one (`sched_setaffinity`), so that they do
+//! not take turns on one core; otherwise nothing is pinned.
+
+use super::server_cpu::{self, ServerCpu, ServerProcess};
+use super::{crashed, start_server, Emit, Load};
+use crate::runtimes::BenchRuntime;
+use crate::spec::{ChildSpec, Metric, Outcome};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
+
+/// Client connections.
+pub const CONNECTIONS: usize = 64;
+/// Distinct keys.
+pub const KEYS: u64 = 10_000;
+/// Bytes per value.
+pub const VALUE: usize = 64;
+
+/// The load generator thread's name (short enough for `comm`, which
+/// keeps 15 bytes).
+const LOAD_THREAD: &str = "mc-load";
+
+/// The workload with `rt`'s server ([`BenchRuntime::memcached_serve`]).
+pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    drive(spec, emit, |listener| {
+        rt.memcached_serve(listener)
+            .map(|()| ((), ServerProcess::This))
+    });
+}
+
+/// The workload with the server `start` puts on the listening socket (or
+/// on its port), returning once it is accepting. What `start` returns is
+/// dropped after the outcome is emitted.
+pub fn drive<S>(
+    spec: &ChildSpec,
+    emit: Emit<'_>,
+    start: impl FnOnce(std::net::TcpListener) -> std::io::Result<(S, ServerProcess)>,
+) {
+    let ((server, process), addr) = match start_server(start) {
+        Ok(started) => started,
+        Err(outcome) => return emit(outcome),
+    };
+    let pin = server_cpu::client_core(spec.processors);
+    let load = Load::new();
+    let ready = Arc::new(AtomicBool::new(false));
+    let (connections, seed) = (spec.tasks.max(1), spec.seed);
+    let client = {
+        let (load, ready) = (load.clone(), ready.clone());
+        std::thread::Builder::new()
+            .name(LOAD_THREAD.into())
+            .spawn(move || {
+                if let Some(core) = pin {
+                    server_cpu::pin_thread(0, &[core]);
+                }
+                clients(addr, connections, seed, load, ready)
+            })
+            .expect("start the client thread")
+    };
+    let cpu = ServerCpu::new(&process, &client);
+    if let Some(p) = pin {
+        server_cpu::pin_server(&process, &(0..p).collect::<Vec<_>>(), LOAD_THREAD);
+    }
+    // The keys are stored first, then the warm-up.
+    let preload_deadline = Instant::now() + Duration::from_secs(30);
+    while !ready.load(Ordering::SeqCst) && !client.is_finished() {
+        if Instant::now() > preload_deadline {
+            return emit(crashed("storing the keys took over 30 s".into()));
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::thread::sleep(spec.warmup());
+    load.recording.store(true, Ordering::SeqCst);
+    let start_count = load.requests.load(Ordering::SeqCst);
+    let cpu0 = cpu.read();
+    let start = Instant::now();
+    std::thread::sleep(spec.duration());
+    let done = load.requests.load(Ordering::SeqCst) - start_count;
+    let cpu = cpu.since(cpu0);
+    let elapsed = start.elapsed();
+    load.recording.store(false, Ordering::SeqCst);
+    load.stop.store(true, Ordering::SeqCst);
+    let outcome = match client.join() {
+        Ok(Ok(())) if done > 0 => Outcome {
+            metrics: vec![
+                Metric::new("ns/op", elapsed.as_nanos() as f64 / done as f64, "ns"),
+                Metric::new("ops/s", done as f64 / elapsed.as_secs_f64(), "/s"),
+                Metric::new("p99", load.p99_us(), "us"),
+                Metric::new("cpu/op", cpu.as_nanos() as f64 / 1000.0 / done as f64, "us"),
+            ],
+            ..Outcome::default()
+        },
+        Ok(Ok(())) => crashed("no operation completed in the window".into()),
+        Ok(Err(e)) => crashed(format!("client: {e}")),
+        Err(_) => crashed("the client thread panicked".into()),
+    };
+    emit(outcome);
+    drop(server);
+}
+
+/// The load generator: stores every key, raises `ready`, then runs
+/// `connections` closed-loop clients on this thread.
+fn clients(
+    addr: std::net::SocketAddr,
+    connections: usize,
+    seed: u64,
+    load: Arc<Load>,
+    ready: Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    rt.block_on(async move {
+        let value = [b'v'; VALUE];
+        Client::connect(addr).await?.store_all(&value).await?;
+        ready.store(true, Ordering::SeqCst);
+        let mut tasks = Vec::new();
+        for i in 0..connections {
+            let load = load.clone();
+            let mut c = Client::connect(addr).await?;
+            let mut rng = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            tasks.push(tokio::spawn(async move {
+                let mut local = Load::histogram();
+                while !load.stop.load(Ordering::Relaxed) {
+                    // xorshift64: the key, and one set in ten.
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    let key = rng % KEYS;
+                    let t = Instant::now();
+                    if (rng >> 32) % 10 == 0 {
+                        c.set(key, &value).await?;
+                    } else {
+                        c.get(key).await?;
+                    }
+                    load.answered(&mut local, t);
+                }
+                load.merge(&local);
+                Ok::<(), std::io::Error>(())
+            }));
+        }
+        Load::join(tasks).await
+    })
+}
+
+/// One client connection.
+struct Client {
+    stream: tokio::io::BufReader<tokio::net::TcpStream>,
+    line: String,
+    request: Vec<u8>,
+    value: Vec<u8>,
+}
+
+impl Client {
+    async fn connect(addr: std::net::SocketAddr) -> std::io::Result<Client> {
+        let stream = tokio::net::TcpStream::connect(addr).await?;
+        stream.set_nodelay(true)?;
+        Ok(Client {
+            stream: tokio::io::BufReader::new(stream),
+            line: String::new(),
+            request: Vec::with_capacity(128),
+            value: Vec::with_capacity(VALUE + 2),
+        })
+    }
+
+    async fn read_line(&mut self) -> std::io::Result<&str> {
+        self.line.clear();
+        if self.stream.read_line(&mut self.line).await? == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(&self.line)
+    }
+
+    /// Appends a set of `key` to the request.
+    fn push_set(&mut self, key: u64, value: &[u8]) {
+        use std::io::Write;
+        let _ = write!(self.request, "set key:{key:05} 0 0 {}\r\n", value.len());
+        self.request.extend_from_slice(value);
+        self.request.extend_from_slice(b"\r\n");
+    }
+
+    /// Sends the request and reads `replies` replies to sets.
+    async fn stored(&mut self, replies: u64) -> std::io::Result<()> {
+        self.stream.get_mut().write_all(&self.request).await?;
+        self.request.clear();
+        for _ in 0..replies {
+            match self.read_line().await? {
+                "STORED\r\n" => {}
+                other => return Err(std::io::Error::other(format!("set: {other:?}"))),
+            }
+        }
+        Ok(())
+    }
+
+    async fn set(&mut self, key: u64, value: &[u8]) -> std::io::Result<()> {
+        self.push_set(key, value);
+        self.stored(1).await
+    }
+
+    /// Stores every key, a hundred sets per write.
+    async fn store_all(&mut self, value: &[u8]) -> std::io::Result<()> {
+        for batch in (0..KEYS).step_by(100) {
+            let keys = batch..(batch + 100).min(KEYS);
+            let n = keys.end - keys.start;
+            keys.for_each(|key| self.push_set(key, value));
+            self.stored(n).await?;
+        }
+        Ok(())
+    }
+
+    async fn get(&mut self, key: u64) -> std::io::Result<()> {
+        use std::io::Write;
+        write!(self.request, "get key:{key:05}\r\n")?;
+        self.stream.get_mut().write_all(&self.request).await?;
+        self.request.clear();
+        loop {
+            let line = self.read_line().await?;
+            if line == "END\r\n" {
+                return Ok(());
+            }
+            let len = line
+                .strip_prefix("VALUE ")
+                .and_then(|rest| rest.trim_end().split(' ').nth(2))
+                .and_then(|n| n.parse::<usize>().ok())
+                .ok_or_else(|| std::io::Error::other(format!("get: {line:?}")))?;
+            self.value.resize(len + 2, 0);
+            self.stream.read_exact(&mut self.value).await?;
+        }
+    }
+}
