@@ -89,7 +89,11 @@ pub fn drive<S>(
                 Metric::new("ns/req", elapsed.as_nanos() as f64 / done as f64, "ns"),
                 Metric::new("req/s", done as f64 / elapsed.as_secs_f64(), "/s"),
                 Metric::new("p99", load.p99_us(), "us"),
-                Metric::new("cpu/req", cpu.as_nanos() as f64 / 1000.0 / done as f64, "us"),
+                Metric::new(
+                    "cpu/req",
+                    cpu.as_nanos() as f64 / 1000.0 / done as f64,
+                    "us",
+                ),
             ],
             ..Outcome::default()
         },
