@@ -808,3 +808,35 @@ impl std::fmt::Debug for Socket {
         f.debug_struct("Socket").field("fd", &self.raw()).finish()
     }
 }
+
+/// Sets socket option `name` at `level` to `value` (`setsockopt`).
+pub(crate) fn set_option<T: Copy>(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: T,
+) -> io::Result<()> {
+    // SAFETY: setsockopt reads `size_of::<T>()` bytes from the live local.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// Reads socket option `name` at `level` (`getsockopt`); `T` must be a
+/// plain C type for which all-zero bytes are a valid value.
+pub(crate) fn option<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<T> {
+    // SAFETY: the callers use C integer and struct types, for which
+    // all-zero bytes are valid.
+    let mut value: T = unsafe { zeroed() };
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the live local.
+    cvt(unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut T).cast(), &mut len) })?;
+    Ok(value)
+}

@@ -267,7 +267,7 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    fn from_socket(sock: Socket) -> TcpStream {
+    pub(crate) fn from_socket(sock: Socket) -> TcpStream {
         TcpStream {
             sock: Arc::new(sock),
             compat: Compat::new(),
