@@ -156,6 +156,22 @@ impl Carry {
         self.busy.load(Ordering::Acquire)
     }
 
+    /// Whether a dropped read is still in flight (its outcome unknown).
+    pub(crate) fn reads_in_flight(&self) -> bool {
+        self.lock().reads > 0
+    }
+
+    /// Whether a dropped read's outcome waits to be taken.
+    pub(crate) fn has_received(&self) -> bool {
+        !self.lock().received.is_empty()
+    }
+
+    /// Whether a dropped write is in flight or left bytes to send.
+    pub(crate) fn writes_pending(&self) -> bool {
+        let st = self.lock();
+        !st.writes.is_empty() || !st.unsent.is_empty()
+    }
+
     /// Waits until no dropped read is in flight.
     pub(crate) async fn settle_reads(&self) {
         poll_fn(|cx| {

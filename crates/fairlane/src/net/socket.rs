@@ -511,11 +511,7 @@ impl Socket {
                         ) => {}
                     Err(e) => return Err(e),
                 }
-                let op = Op::submit(&self.driver, (), false, |_| {
-                    opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build()
-                })
-                .map_err(|(e, _)| e)?;
-                op.await.0?;
+                self.poll_add(libc::POLLIN).await?;
             }
         } else {
             self.reg().io(Direction::Read, accept_now).await?
@@ -657,12 +653,7 @@ impl Socket {
                         // SAFETY: `take_datagram` wrote `n` bytes from the
                         // start.
                         unsafe { buf.set_init(n) };
-                        let from = from.ok_or_else(|| {
-                            io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                "the peer's address is not an IP address",
-                            )
-                        })?;
+                        let from = from.ok_or_else(not_ip)?;
                         Ok((n, from))
                     });
                     return (got, buf);
@@ -719,6 +710,191 @@ impl Socket {
         (result, buf)
     }
 
+    /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
+    /// (or an error or hang-up) is set on the socket.
+    async fn poll_add(&self, events: libc::c_short) -> io::Result<()> {
+        let fd = self.raw();
+        let op = Op::submit(&self.driver, (), false, |_| {
+            opcode::PollAdd::new(types::Fd(fd), events as u16 as u32).build()
+        })
+        .map_err(|(e, _)| e)?;
+        op.await.0.map(drop)
+    }
+
+    /// Waits until the socket is ready for `dir`, without doing any I/O.
+    async fn ready(&self, dir: Direction) -> io::Result<()> {
+        let events = match dir {
+            Direction::Read => libc::POLLIN,
+            Direction::Write => libc::POLLOUT,
+        };
+        if self.uring() {
+            self.driver.check_live()?;
+            self.poll_add(events).await
+        } else {
+            let fd = self.raw();
+            // Edge-triggered: each attempt asks the socket itself (`poll`
+            // with no wait), and `io` waits only for an edge after it.
+            self.reg().io(dir, || ready_now(fd, events)).await
+        }
+    }
+
+    /// Waits until a read would not block: data, the end of the stream or
+    /// an error is there. With io_uring, dropped reads still in flight are
+    /// waited for first, and an outcome they left counts as readable.
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                carry.settle_reads().await;
+                if carry.has_received() {
+                    return Ok(());
+                }
+            }
+        }
+        self.ready(Direction::Read).await
+    }
+
+    /// Waits until a write would not block. With io_uring, what dropped
+    /// writes left to send is sent first.
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                self.send_carried(carry).await?;
+            }
+        }
+        self.ready(Direction::Write).await
+    }
+
+    /// io_uring: `WouldBlock` while a dropped read's outcome is unknown (it
+    /// may hold bytes that come before the socket's), else `None`.
+    fn carried_reads_unknown(&self) -> Option<io::Error> {
+        let carry = self.carry.as_ref()?;
+        (carry.is_busy() && carry.reads_in_flight()).then(|| io::ErrorKind::WouldBlock.into())
+    }
+
+    /// Stream read into `out` without waiting: bytes (or the end of the
+    /// stream, or an error) that dropped reads left come first.
+    pub(crate) fn try_recv(&self, out: &mut [u8]) -> io::Result<usize> {
+        if let Some(e) = self.carried_reads_unknown() {
+            return Err(e);
+        }
+        if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
+            // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
+            if let Some(got) = unsafe { carry.take_bytes(out.as_mut_ptr(), out.len()) } {
+                return got;
+            }
+        }
+        // SAFETY: `out` is a live, writable slice.
+        cvt_size(unsafe {
+            libc::recv(
+                self.raw(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                libc::MSG_DONTWAIT,
+            )
+        })
+    }
+
+    /// Stream write from `data` without waiting; `WouldBlock` while dropped
+    /// writes are in flight or left bytes to send (which go first:
+    /// [`writable`](Self::writable) sends them).
+    pub(crate) fn try_send(&self, data: &[u8]) -> io::Result<usize> {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() && carry.writes_pending() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+        }
+        self.try_send_to(data, None)
+    }
+
+    /// One datagram sent without waiting, to `addr` or (`None`) to the
+    /// connected peer; also a stream's non-blocking send.
+    pub(crate) fn try_send_to(&self, data: &[u8], addr: Option<SocketAddr>) -> io::Result<usize> {
+        let sa = addr.map(|a| SockAddrBuf::from_addr(&a));
+        let (name, len) = match &sa {
+            Some(sa) => (
+                (&sa.storage as *const libc::sockaddr_storage).cast(),
+                sa.len,
+            ),
+            None => (std::ptr::null(), 0),
+        };
+        // SAFETY: `data` is a live slice; `name` is null or a valid address
+        // of `len` bytes, alive across the call.
+        cvt_size(unsafe {
+            libc::sendto(
+                self.raw(),
+                data.as_ptr().cast(),
+                data.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                name,
+                len,
+            )
+        })
+    }
+
+    /// One datagram received into `out` without waiting, with its sender;
+    /// one that a dropped receive left comes first.
+    pub(crate) fn try_recv_from(&self, out: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        if let Some(e) = self.carried_reads_unknown() {
+            return Err(e);
+        }
+        if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
+            // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
+            if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len()) } {
+                let (n, from) = got?;
+                return Ok((n, from.ok_or_else(not_ip)?));
+            }
+        }
+        let mut sa = SockAddrBuf::empty();
+        // SAFETY: `out` is a live, writable slice; `sa` a boxed storage of
+        // `sa.len` bytes.
+        let n = cvt_size(unsafe {
+            libc::recvfrom(
+                self.raw(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                libc::MSG_DONTWAIT,
+                (&mut sa.storage as *mut libc::sockaddr_storage).cast(),
+                &mut sa.len,
+            )
+        })?;
+        Ok((n, sa.to_addr()?))
+    }
+
+    /// Sends one datagram of `buf`'s initialised bytes to the connected
+    /// peer.
+    pub(crate) async fn send_connected<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        let fd = self.raw();
+        if self.uring() {
+            let op = Op::submit(&self.driver, buf, false, |b| {
+                let len = b.bytes_init().min(u32::MAX as usize) as u32;
+                opcode::Send::new(types::Fd(fd), b.stable_ptr(), len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+            });
+            match op {
+                Ok(op) => {
+                    let (r, b) = op.await;
+                    (r.map(|n| n as usize), b)
+                }
+                Err((e, b)) => (Err(e), b),
+            }
+        } else {
+            let ptr = buf.stable_ptr() as usize;
+            let len = buf.bytes_init();
+            let r = self
+                .reg()
+                .io(Direction::Write, || {
+                    // SAFETY: `ptr`/`len` describe `buf`'s initialised
+                    // bytes, alive across this call.
+                    cvt_size(unsafe {
+                        libc::send(fd, ptr as *const libc::c_void, len, libc::MSG_NOSIGNAL)
+                    })
+                })
+                .await;
+            (r, buf)
+        }
+    }
+
     /// Fallback only: `recv` into a borrowed slice.
     pub(crate) fn poll_recv_slice(
         &self,
@@ -759,6 +935,31 @@ impl Socket {
         };
         // SAFETY: plain system call on our descriptor.
         cvt(unsafe { libc::shutdown(self.raw(), how) }).map(drop)
+    }
+}
+
+/// The error for a sender whose address is not an IP address.
+fn not_ip() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "the peer's address is not an IP address",
+    )
+}
+
+/// `Ok` if one of `events` (or an error or hang-up) is set on `fd` now,
+/// else `WouldBlock` (`poll` with no wait).
+fn ready_now(fd: RawFd, events: libc::c_short) -> io::Result<()> {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one live `pollfd`, no wait.
+    let n = cvt(unsafe { libc::poll(&mut p, 1, 0) })?;
+    if n > 0 && p.revents != 0 {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::WouldBlock.into())
     }
 }
 

@@ -241,6 +241,58 @@ impl UnixStream {
         self.sock.send_all(buf).await
     }
 
+    /// As [`TcpStream::readable`](super::TcpStream::readable).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
+    ///     let mut buf = [0u8; 64];
+    ///     loop {
+    ///         s.readable().await?;
+    ///         match s.try_read(&mut buf) {
+    ///             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+    ///             r => return r,
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.sock.readable().await
+    }
+
+    /// As [`TcpStream::writable`](super::TcpStream::writable).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
+    ///     s.writable().await?;
+    ///     s.try_write(b"x")
+    /// }
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.sock.writable().await
+    }
+
+    /// As [`TcpStream::try_read`](super::TcpStream::try_read).
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> { s.try_read(&mut [0u8; 8]) }
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.try_recv(buf)
+    }
+
+    /// As [`TcpStream::try_write`](super::TcpStream::try_write).
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> { s.try_write(b"x") }
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.try_send(buf)
+    }
+
     /// Shuts down the read side, the write side, or both.
     ///
     /// # Example
