@@ -22,6 +22,7 @@ common::on_both_backends!(
     try_read_after_a_read_dropped_in_flight_loses_nothing,
     try_recv_takes_a_carried_datagram_first,
     try_write_after_a_dropped_write_keeps_the_order,
+    empty_reads_return_at_once,
 );
 
 /// A connected pair: a fairlane stream and the std peer it talks to.
@@ -326,4 +327,21 @@ fn try_write_after_a_dropped_write_keeps_the_order(backend: IoBackend) {
     if backend == IoBackend::IoUring {
         assert_eq!(head.len(), FIRST, "the dropped send was not finished");
     }
+}
+
+/// Reads into no room return `Ok(0)` at once while nothing is there (as
+/// the docs of `read_owned` say and tokio does), not wait for data.
+fn empty_reads_return_at_once(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (mut s, _peer) = pair().await;
+        assert_eq!(s.try_read(&mut []).unwrap(), 0);
+        assert_eq!(s.read_owned(Vec::new()).await.0.unwrap(), 0);
+        assert_eq!(
+            futures_lite::AsyncReadExt::read(&mut s, &mut [])
+                .await
+                .unwrap(),
+            0
+        );
+    });
 }

@@ -42,6 +42,7 @@
 //! ```
 
 mod addr;
+mod into_std;
 pub(crate) mod socket;
 mod stream;
 pub mod tcp;
@@ -50,6 +51,7 @@ mod udp;
 mod unix;
 
 pub use self::addr::ToSocketAddrs;
+pub use self::into_std::IntoStdError;
 pub use self::tcp::{TcpListener, TcpStream};
 pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;

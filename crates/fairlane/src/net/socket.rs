@@ -274,6 +274,36 @@ impl Socket {
         Socket::from_fd(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
+    /// Gives up the descriptor, non-blocking as tokio's `into_std` leaves
+    /// it, or gives the socket back if the runtime holds what the
+    /// descriptor alone would not show: io_uring operations dropped in
+    /// flight, or what they received or did not send. Once this is called
+    /// on a socket owned alone, no new operation can start, and a carry
+    /// that is idle stays idle (it becomes busy only by a drop).
+    pub(crate) fn into_fd(self) -> Result<OwnedFd, Socket> {
+        if self.carry.as_ref().is_some_and(|c| c.is_busy()) {
+            return Err(self);
+        }
+        if let Err(e) = set_nonblocking(self.raw(), true) {
+            tracing::debug!("into_std: setting O_NONBLOCK failed: {e}");
+        }
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // Deleted from the poller before the descriptor leaves.
+        drop(this.reg.take());
+        // SAFETY: `this` is never used or dropped again, so each field is
+        // moved out exactly once; `Socket::drop` (which only cancels kept
+        // operations, of which there are none) is skipped.
+        let (fd, driver, carry) = unsafe {
+            (
+                std::ptr::read(&this.fd),
+                std::ptr::read(&this.driver),
+                std::ptr::read(&this.carry),
+            )
+        };
+        drop((driver, carry));
+        Ok(fd)
+    }
+
     pub(crate) fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -292,6 +322,12 @@ impl Socket {
     /// delivered to a dropped call are returned by the next one (see
     /// [`Carry`]).
     pub(crate) async fn recv<B: IoBufMut>(&self, mut buf: B) -> (io::Result<usize>, B) {
+        if buf.bytes_total() == 0 {
+            // A stream receive of no bytes would wait (io_uring) or fail
+            // with `EAGAIN` (non-blocking) while nothing is there, for data
+            // it cannot take.
+            return (Ok(0), buf);
+        }
         let fd = self.raw();
         let result = if let Some(carry) = &self.carry {
             if carry.is_busy() {
@@ -774,6 +810,9 @@ impl Socket {
     /// Stream read into `out` without waiting: bytes (or the end of the
     /// stream, or an error) that dropped reads left come first.
     pub(crate) fn try_recv(&self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0); // as in `recv`
+        }
         if let Some(e) = self.carried_reads_unknown() {
             return Err(e);
         }
@@ -901,6 +940,9 @@ impl Socket {
         cx: &mut Context<'_>,
         out: &mut [u8],
     ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0)); // as in `recv`
+        }
         let fd = self.raw();
         self.reg().poll_io(cx, Direction::Read, || {
             // SAFETY: `out` is a live, writable slice.

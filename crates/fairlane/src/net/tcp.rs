@@ -7,8 +7,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use super::addr::{resolve, ToSocketAddrs};
+use super::into_std::refused;
 use super::socket::{with_std, SockAddrBuf, Socket};
-use super::stream::{impl_async_io, Compat};
+use super::stream::{impl_async_io, stream_into_fd, Compat};
 use crate::io::{IoBuf, IoBufMut};
 
 /// A TCP socket listening for connections.
@@ -71,6 +72,29 @@ impl TcpListener {
         Ok(TcpListener {
             sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
         })
+    }
+
+    /// Turns it into a std listener (non-blocking, as tokio leaves it),
+    /// no longer part of the runtime.
+    ///
+    /// # Errors
+    /// None in practice (a listener keeps nothing in the runtime); the
+    /// shape is that of the streams' [`TcpStream::into_std`].
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
+    /// let addr = listener.local_addr()?;
+    /// let std_listener = listener.into_std()?;
+    /// assert_eq!(std_listener.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        self.sock
+            .into_fd()
+            .map(Into::into)
+            .map_err(|sock| refused(TcpListener { sock }))
     }
 
     /// Waits for a connection; returns it with the peer's address.
@@ -324,6 +348,35 @@ impl TcpStream {
         Ok(TcpStream::from_socket(Socket::from_fd(OwnedFd::from(
             stream,
         ))?))
+    }
+
+    /// Turns it into a std stream (non-blocking, as tokio leaves it), no
+    /// longer part of the runtime.
+    ///
+    /// # Errors
+    /// If that would lose data, an error of kind `ResourceBusy` whose inner
+    /// error, an [`IntoStdError`](super::IntoStdError), gives the stream
+    /// back: the runtime still holds bytes that reads dropped in flight
+    /// received (io_uring; a read returns them), writes dropped in flight
+    /// that are still sending, or data of the `AsyncRead`/`AsyncWrite`
+    /// adapter (bytes read ahead, a write not flushed).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let addr = s.local_addr()?;
+    /// let std_stream = s.into_std()?;
+    /// assert_eq!(std_stream.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        stream_into_fd(self.sock, self.compat)
+            .map(Into::into)
+            .map_err(|(sock, compat)| refused(TcpStream { sock, compat }))
     }
 
     /// Reads into `buf` from its start, up to its capacity (a `Vec`'s

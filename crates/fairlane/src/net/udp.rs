@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::addr::{resolve, ToSocketAddrs};
+use super::into_std::refused;
 use super::socket::{with_std, Socket};
 use crate::io::{IoBuf, IoBufMut};
 
@@ -67,6 +68,30 @@ impl UdpSocket {
         Ok(UdpSocket {
             sock: Socket::from_fd(OwnedFd::from(socket))?,
         })
+    }
+
+    /// Turns it into a std socket (non-blocking, as tokio leaves it), no
+    /// longer part of the runtime.
+    ///
+    /// # Errors
+    /// If that would lose a datagram, an error of kind `ResourceBusy`
+    /// whose inner error, an [`IntoStdError`](super::IntoStdError), gives
+    /// the socket back: with io_uring, a receive dropped in flight is still
+    /// under way or left a datagram (the next receive returns it).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let s = rt.block_on(fairlane::net::UdpSocket::bind("127.0.0.1:0"))?;
+    /// let addr = s.local_addr()?;
+    /// assert_eq!(s.into_std()?.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        self.sock
+            .into_fd()
+            .map(Into::into)
+            .map_err(|sock| refused(UdpSocket { sock }))
     }
 
     /// Sends one datagram with `buf`'s bytes to `target`.
