@@ -23,6 +23,7 @@ common::on_both_backends!(
     try_recv_takes_a_carried_datagram_first,
     try_write_after_a_dropped_write_keeps_the_order,
     empty_reads_return_at_once,
+    udp_peek_from_leaves_the_datagram,
 );
 
 /// A connected pair: a fairlane stream and the std peer it talks to.
@@ -372,5 +373,42 @@ fn empty_reads_return_at_once(backend: IoBackend) {
                 .unwrap(),
             0
         );
+    });
+}
+
+/// `peek_from` returns the next datagram and leaves it, also one that a
+/// dropped receive left in the carry (io_uring).
+fn udp_peek_from_leaves_the_datagram(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let from = peer.local_addr().unwrap();
+        let mut carried = 0;
+        for round in 0..ROUNDS {
+            // A fresh socket each round: its first read is the dropped one.
+            let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+            let to = s.local_addr().unwrap();
+            let msg = format!("peek-{round}");
+            peer.send_to(msg.as_bytes(), to).unwrap();
+            fairlane::time::sleep(Duration::from_millis(20)).await;
+            if round % 2 == 1 {
+                // Leave it in the carry, if the read is still in flight.
+                match drop_after_completion(s.recv_from(Vec::with_capacity(16))).await {
+                    Some(_) => continue, // received: nothing left to peek
+                    None => carried += 1,
+                }
+            }
+            for _ in 0..2 {
+                let (r, buf) = s.peek_from(Vec::with_capacity(16)).await;
+                assert_eq!((&buf[..], r.unwrap().1), (msg.as_bytes(), from));
+            }
+            let (r, buf) = s.recv_from(Vec::with_capacity(16)).await;
+            assert_eq!(&buf[..r.unwrap().0], msg.as_bytes());
+            let err = s.try_recv(&mut [0u8; 4]).unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::WouldBlock, "one datagram only");
+        }
+        if backend == IoBackend::IoUring {
+            assert!(carried > 0, "no receive was ever carried");
+        }
     });
 }

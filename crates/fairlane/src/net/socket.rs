@@ -676,15 +676,35 @@ impl Socket {
     /// Receives one datagram into `buf` and says where it came from.
     pub(crate) async fn recv_from<B: IoBufMut>(
         &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
+        self.receive_datagram(buf, false).await
+    }
+
+    /// As [`recv_from`](Self::recv_from), leaving the datagram queued.
+    pub(crate) async fn peek_from<B: IoBufMut>(
+        &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
+        self.receive_datagram(buf, true).await
+    }
+
+    /// `recv_from`, or with `peek` a `MSG_PEEK` that leaves the datagram
+    /// (in the socket or in the carry). A peek dropped in flight took
+    /// nothing, so it is not kept in the carry.
+    async fn receive_datagram<B: IoBufMut>(
+        &self,
         mut buf: B,
+        peek: bool,
     ) -> (io::Result<(usize, SocketAddr)>, B) {
         let fd = self.raw();
+        let flags = if peek { libc::MSG_PEEK } else { 0 };
         let result = if let Some(carry) = &self.carry {
             if carry.is_busy() {
                 carry.settle_reads().await;
                 let (ptr, cap) = (buf.stable_mut_ptr(), buf.bytes_total());
                 // SAFETY: the buffer promises `cap` writable bytes at `ptr`.
-                if let Some(got) = unsafe { carry.take_datagram(ptr, cap) } {
+                if let Some(got) = unsafe { carry.take_datagram(ptr, cap, peek) } {
                     let got = got.and_then(|(n, from)| {
                         // SAFETY: `take_datagram` wrote `n` bytes from the
                         // start.
@@ -701,9 +721,17 @@ impl Socket {
                 buf.bytes_total(),
             );
             let op = Op::submit(&self.driver, (buf, msg), false, |(_, m)| {
-                opcode::RecvMsg::new(types::Fd(fd), &mut m.hdr).build()
+                opcode::RecvMsg::new(types::Fd(fd), &mut m.hdr)
+                    .flags(flags as u32)
+                    .build()
             })
-            .map(|op| op.keep_in(carry, Keep::Read(received_datagram::<B>)));
+            .map(|op| {
+                if peek {
+                    op
+                } else {
+                    op.keep_in(carry, Keep::Read(received_datagram::<B>))
+                }
+            });
             match op {
                 Ok(op) => {
                     let (r, (b, mut m)) = op.await;
@@ -730,7 +758,7 @@ impl Socket {
                             fd,
                             ptr as *mut libc::c_void,
                             len,
-                            0,
+                            flags,
                             (&mut sa.storage as *mut libc::sockaddr_storage).cast(),
                             &mut sa.len,
                         )
@@ -878,7 +906,7 @@ impl Socket {
         }
         if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
             // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
-            if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len()) } {
+            if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len(), false) } {
                 let (n, from) = got?;
                 return Ok((n, from.ok_or_else(not_ip)?));
             }

@@ -329,6 +329,30 @@ impl UdpSocket {
         self.sock.try_recv_from(buf)
     }
 
+    /// Receives the next datagram into `buf` as
+    /// [`recv_from`](Self::recv_from) does, but leaves it queued: the next
+    /// receive returns it again.
+    ///
+    /// # Cancellation
+    /// Cancel-safe: a peek takes nothing.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// s.send_to("ping", s.local_addr()?).await.0?;
+    /// let (r, buf) = s.peek_from(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..r?.0], b"ping");
+    /// let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..r?.0], b"ping");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn peek_from<B: IoBufMut>(&self, buf: B) -> (io::Result<(usize, SocketAddr)>, B) {
+        self.sock.peek_from(buf).await
+    }
+
     /// The local address.
     ///
     /// # Example
