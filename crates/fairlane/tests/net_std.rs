@@ -120,22 +120,18 @@ fn unix_round_trip_through_std(backend: IoBackend) {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// Polls `read` once; if it is not ready, lets its processor submit it and
-/// reap its completion, then drops it. Returns its output if the first poll
-/// had it.
-async fn drop_after_completion<F: Future>(read: F) -> Option<F::Output> {
+/// Polls `read` once while nothing has arrived (with io_uring this
+/// submits it), lets the processor hand it to the kernel, `deliver`s its
+/// data, lets the processor reap the completion, then drops it: with
+/// io_uring the read's outcome is carried (or still in flight); with the
+/// fallback backend nothing was read.
+async fn drop_after_delivery<F: Future>(read: F, deliver: impl FnOnce()) {
     let mut read = std::pin::pin!(read);
-    let first = poll_once(&mut read).await;
-    if first.is_none() {
-        fairlane::time::sleep(Duration::from_millis(50)).await;
-    }
-    first
+    assert!(poll_once(&mut read).await.is_none(), "nothing was sent yet");
+    fairlane::time::sleep(Duration::from_millis(20)).await;
+    deliver();
+    fairlane::time::sleep(Duration::from_millis(50)).await;
 }
-
-/// Rounds of the carried-data scenarios: the first poll of a read
-/// normally only submits it, but the processor may complete it before the
-/// poll looks, so the refusal is looked for over several rounds.
-const ROUNDS: usize = 10;
 
 /// A read dropped after the kernel gave it bytes: with io_uring they wait
 /// in the runtime, so `into_std` refuses and gives the stream back; once a
@@ -145,29 +141,20 @@ fn into_std_refuses_while_carried_bytes_wait(backend: IoBackend) {
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let mut peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-        let (mut s, _) = listener.accept().await.unwrap();
-        let mut refused = 0;
-        for round in 0..ROUNDS {
-            let msg = format!("carried-{round}");
-            peer.write_all(msg.as_bytes()).unwrap();
-            fairlane::time::sleep(Duration::from_millis(20)).await;
-            s = match drop_after_completion(s.read_owned(Vec::with_capacity(64))).await {
-                Some((n, buf)) => {
-                    assert_eq!(&buf[..n.unwrap()], msg.as_bytes());
-                    s
-                }
-                None => {
-                    refused += 1;
-                    let s: TcpStream = given_back(s.into_std().unwrap_err());
-                    let (n, buf) = s.read_owned(Vec::with_capacity(64)).await;
-                    assert_eq!(&buf[..n.unwrap()], msg.as_bytes(), "round {round}");
-                    s
-                }
-            };
-        }
-        if backend == IoBackend::IoUring {
-            assert!(refused > 0, "no read was ever carried");
-        }
+        let (s, _) = listener.accept().await.unwrap();
+        drop_after_delivery(s.read_owned(Vec::with_capacity(64)), || {
+            peer.write_all(b"carried").unwrap()
+        })
+        .await;
+        let s = match s.into_std() {
+            Ok(std_s) => {
+                assert_eq!(backend, IoBackend::Fallback, "the carried bytes were lost");
+                TcpStream::from_std(std_s).unwrap()
+            }
+            Err(e) => given_back::<TcpStream>(e),
+        };
+        let (n, buf) = s.read_owned(Vec::with_capacity(64)).await;
+        assert_eq!(&buf[..n.unwrap()], b"carried");
         let mut std_s = s.into_std().unwrap();
         std_s.set_nonblocking(false).unwrap();
         peer.write_all(b"after").unwrap();
@@ -181,31 +168,26 @@ fn into_std_refuses_while_carried_bytes_wait(backend: IoBackend) {
 fn into_std_refuses_while_a_carried_datagram_waits(backend: IoBackend) {
     let rt = common::backend_runtime(backend, 1);
     rt.block_on(async {
-        let mut s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        let mut refused = 0;
-        for round in 0..ROUNDS {
-            let msg = format!("dgram-{round}");
-            peer.send_to(msg.as_bytes(), s.local_addr().unwrap())
-                .unwrap();
-            fairlane::time::sleep(Duration::from_millis(20)).await;
-            s = match drop_after_completion(s.recv_from(Vec::with_capacity(16))).await {
-                Some((r, buf)) => {
-                    assert_eq!(&buf[..r.unwrap().0], msg.as_bytes());
-                    s
-                }
-                None => {
-                    refused += 1;
-                    let s: UdpSocket = given_back(s.into_std().unwrap_err());
-                    let (r, buf) = s.recv_from(Vec::with_capacity(16)).await;
-                    assert_eq!(&buf[..r.unwrap().0], msg.as_bytes(), "round {round}");
-                    s
-                }
-            };
-        }
-        if backend == IoBackend::IoUring {
-            assert!(refused > 0, "no receive was ever carried");
-        }
+        let to = s.local_addr().unwrap();
+        drop_after_delivery(s.recv_from(Vec::with_capacity(16)), || {
+            peer.send_to(b"dgram", to).unwrap();
+        })
+        .await;
+        let s = match s.into_std() {
+            Ok(std_s) => {
+                assert_eq!(
+                    backend,
+                    IoBackend::Fallback,
+                    "the carried datagram was lost"
+                );
+                UdpSocket::from_std(std_s).unwrap()
+            }
+            Err(e) => given_back::<UdpSocket>(e),
+        };
+        let (r, buf) = s.recv_from(Vec::with_capacity(16)).await;
+        assert_eq!(&buf[..r.unwrap().0], b"dgram");
         assert!(s.into_std().is_ok());
     });
 }

@@ -44,8 +44,8 @@ impl TcpSocket {
     fn new(domain: libc::c_int) -> io::Result<TcpSocket> {
         // SAFETY: plain system call without pointers.
         let fd = cvt(unsafe { libc::socket(domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
-        // SAFETY: a new descriptor nobody else owns.
         Ok(TcpSocket {
+            // SAFETY: a new descriptor nobody else owns.
             fd: unsafe { OwnedFd::from_raw_fd(fd) },
         })
     }
