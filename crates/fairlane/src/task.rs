@@ -16,6 +16,8 @@ use fairlane_core::{AffinityError, Host};
 
 mod join_set;
 pub use join_set::JoinSet;
+mod local;
+pub use local::{AccessError, LocalKey, TaskLocalFuture};
 
 use crate::runtime::context;
 

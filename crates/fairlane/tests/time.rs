@@ -6,10 +6,10 @@
 mod common;
 
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use fairlane::io::IoBackend;
-use fairlane::time::{interval, sleep, sleep_until, timeout};
+use fairlane::time::{interval, sleep, sleep_until, timeout, Instant};
 use fairlane::Runtime;
 
 fn runtime(backend: IoBackend, processors: usize) -> Runtime {

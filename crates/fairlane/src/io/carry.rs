@@ -156,6 +156,22 @@ impl Carry {
         self.busy.load(Ordering::Acquire)
     }
 
+    /// Whether a dropped read is still in flight (its outcome unknown).
+    pub(crate) fn reads_in_flight(&self) -> bool {
+        self.lock().reads > 0
+    }
+
+    /// Whether a dropped read's outcome waits to be taken.
+    pub(crate) fn has_received(&self) -> bool {
+        !self.lock().received.is_empty()
+    }
+
+    /// Whether a dropped write is in flight or left bytes to send.
+    pub(crate) fn writes_pending(&self) -> bool {
+        let st = self.lock();
+        !st.writes.is_empty() || !st.unsent.is_empty()
+    }
+
     /// Waits until no dropped read is in flight.
     pub(crate) async fn settle_reads(&self) {
         poll_fn(|cx| {
@@ -235,7 +251,9 @@ impl Carry {
 
     /// Datagram read: the oldest carried datagram, copied to `dst` (cut to
     /// `cap` bytes, as a receive into a smaller buffer cuts it), with its
-    /// sender, or a carried error. `None` if nothing is carried.
+    /// sender, or a carried error. `None` if nothing is carried. With
+    /// `peek` the datagram stays carried (a carried error is taken all the
+    /// same, as the kernel's `MSG_PEEK` takes a pending error).
     ///
     /// # Safety
     /// As for [`Carry::take_bytes`].
@@ -243,19 +261,25 @@ impl Carry {
         &self,
         dst: *mut u8,
         cap: usize,
+        peek: bool,
     ) -> Option<io::Result<(usize, Option<SocketAddr>)>> {
         let mut st = self.lock();
-        let d = st.received.pop_front()?;
-        self.update(&st);
-        drop(st);
-        if let Some(errno) = d.error {
+        let front = st.received.front()?;
+        if let Some(errno) = front.error {
+            st.received.pop_front();
+            self.update(&st);
             return Some(Err(io::Error::from_raw_os_error(errno)));
         }
-        let n = d.bytes.len().min(cap);
+        let n = front.bytes.len().min(cap);
         // SAFETY: `n <= cap` writable bytes at `dst` (the caller's
-        // promise), from the datagram's own Vec.
-        unsafe { std::ptr::copy_nonoverlapping(d.bytes.as_ptr(), dst, n) };
-        Some(Ok((n, d.from)))
+        // promise), from the datagram's own Vec, which the lock keeps.
+        unsafe { std::ptr::copy_nonoverlapping(front.bytes.as_ptr(), dst, n) };
+        let from = front.from;
+        if !peek {
+            st.received.pop_front();
+            self.update(&st);
+        }
+        Some(Ok((n, from)))
     }
 
     /// The oldest bytes a dropped write did not send.

@@ -46,13 +46,17 @@
 //! ```
 
 mod addr;
+mod into_std;
 pub(crate) mod socket;
 mod stream;
 pub mod tcp;
+mod tcp_socket;
 mod udp;
 mod unix;
 
 pub use self::addr::ToSocketAddrs;
+pub use self::into_std::IntoStdError;
 pub use self::tcp::{TcpListener, TcpStream};
+pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixListener, UnixStream};

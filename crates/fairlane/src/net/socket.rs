@@ -274,6 +274,36 @@ impl Socket {
         Socket::from_fd(unsafe { OwnedFd::from_raw_fd(fd) })
     }
 
+    /// Gives up the descriptor, non-blocking as tokio's `into_std` leaves
+    /// it, or gives the socket back if the runtime holds what the
+    /// descriptor alone would not show: io_uring operations dropped in
+    /// flight, or what they received or did not send. Once this is called
+    /// on a socket owned alone, no new operation can start, and a carry
+    /// that is idle stays idle (it becomes busy only by a drop).
+    pub(crate) fn into_fd(self) -> Result<OwnedFd, Socket> {
+        if self.carry.as_ref().is_some_and(|c| c.is_busy()) {
+            return Err(self);
+        }
+        if let Err(e) = set_nonblocking(self.raw(), true) {
+            tracing::debug!("into_std: setting O_NONBLOCK failed: {e}");
+        }
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // Deleted from the poller before the descriptor leaves.
+        drop(this.reg.take());
+        // SAFETY: `this` is never used or dropped again, so each field is
+        // moved out exactly once; `Socket::drop` (which only cancels kept
+        // operations, of which there are none) is skipped.
+        let (fd, driver, carry) = unsafe {
+            (
+                std::ptr::read(&this.fd),
+                std::ptr::read(&this.driver),
+                std::ptr::read(&this.carry),
+            )
+        };
+        drop((driver, carry));
+        Ok(fd)
+    }
+
     pub(crate) fn raw(&self) -> RawFd {
         self.fd.as_raw_fd()
     }
@@ -292,6 +322,12 @@ impl Socket {
     /// delivered to a dropped call are returned by the next one (see
     /// [`Carry`]).
     pub(crate) async fn recv<B: IoBufMut>(&self, mut buf: B) -> (io::Result<usize>, B) {
+        if buf.bytes_total() == 0 {
+            // A stream receive of no bytes would wait (io_uring) or fail
+            // with `EAGAIN` (non-blocking) while nothing is there, for data
+            // it cannot take.
+            return (Ok(0), buf);
+        }
         let fd = self.raw();
         let result = if let Some(carry) = &self.carry {
             if carry.is_busy() {
@@ -511,11 +547,7 @@ impl Socket {
                         ) => {}
                     Err(e) => return Err(e),
                 }
-                let op = Op::submit(&self.driver, (), false, |_| {
-                    opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build()
-                })
-                .map_err(|(e, _)| e)?;
-                op.await.0?;
+                self.poll_add(libc::POLLIN).await?;
             }
         } else {
             self.reg().io(Direction::Read, accept_now).await?
@@ -644,25 +676,40 @@ impl Socket {
     /// Receives one datagram into `buf` and says where it came from.
     pub(crate) async fn recv_from<B: IoBufMut>(
         &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
+        self.receive_datagram(buf, false).await
+    }
+
+    /// As [`recv_from`](Self::recv_from), leaving the datagram queued.
+    pub(crate) async fn peek_from<B: IoBufMut>(
+        &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
+        self.receive_datagram(buf, true).await
+    }
+
+    /// `recv_from`, or with `peek` a `MSG_PEEK` that leaves the datagram
+    /// (in the socket or in the carry). A peek dropped in flight took
+    /// nothing, so it is not kept in the carry.
+    async fn receive_datagram<B: IoBufMut>(
+        &self,
         mut buf: B,
+        peek: bool,
     ) -> (io::Result<(usize, SocketAddr)>, B) {
         let fd = self.raw();
+        let flags = if peek { libc::MSG_PEEK } else { 0 };
         let result = if let Some(carry) = &self.carry {
             if carry.is_busy() {
                 carry.settle_reads().await;
                 let (ptr, cap) = (buf.stable_mut_ptr(), buf.bytes_total());
                 // SAFETY: the buffer promises `cap` writable bytes at `ptr`.
-                if let Some(got) = unsafe { carry.take_datagram(ptr, cap) } {
+                if let Some(got) = unsafe { carry.take_datagram(ptr, cap, peek) } {
                     let got = got.and_then(|(n, from)| {
                         // SAFETY: `take_datagram` wrote `n` bytes from the
                         // start.
                         unsafe { buf.set_init(n) };
-                        let from = from.ok_or_else(|| {
-                            io::Error::new(
-                                io::ErrorKind::InvalidData,
-                                "the peer's address is not an IP address",
-                            )
-                        })?;
+                        let from = from.ok_or_else(not_ip)?;
                         Ok((n, from))
                     });
                     return (got, buf);
@@ -674,9 +721,17 @@ impl Socket {
                 buf.bytes_total(),
             );
             let op = Op::submit(&self.driver, (buf, msg), false, |(_, m)| {
-                opcode::RecvMsg::new(types::Fd(fd), &mut m.hdr).build()
+                opcode::RecvMsg::new(types::Fd(fd), &mut m.hdr)
+                    .flags(flags as u32)
+                    .build()
             })
-            .map(|op| op.keep_in(carry, Keep::Read(received_datagram::<B>)));
+            .map(|op| {
+                if peek {
+                    op
+                } else {
+                    op.keep_in(carry, Keep::Read(received_datagram::<B>))
+                }
+            });
             match op {
                 Ok(op) => {
                     let (r, (b, mut m)) = op.await;
@@ -703,7 +758,7 @@ impl Socket {
                             fd,
                             ptr as *mut libc::c_void,
                             len,
-                            0,
+                            flags,
                             (&mut sa.storage as *mut libc::sockaddr_storage).cast(),
                             &mut sa.len,
                         )
@@ -719,12 +774,203 @@ impl Socket {
         (result, buf)
     }
 
+    /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
+    /// (or an error or hang-up) is set on the socket.
+    async fn poll_add(&self, events: libc::c_short) -> io::Result<()> {
+        let fd = self.raw();
+        let op = Op::submit(&self.driver, (), false, |_| {
+            opcode::PollAdd::new(types::Fd(fd), events as u16 as u32).build()
+        })
+        .map_err(|(e, _)| e)?;
+        op.await.0.map(drop)
+    }
+
+    /// Waits until the socket is ready for `dir`, without doing any I/O.
+    async fn ready(&self, dir: Direction) -> io::Result<()> {
+        let events = match dir {
+            Direction::Read => libc::POLLIN,
+            Direction::Write => libc::POLLOUT,
+        };
+        if self.uring() {
+            self.driver.check_live()?;
+            self.poll_add(events).await
+        } else {
+            let fd = self.raw();
+            // Edge-triggered: each attempt asks the socket itself (`poll`
+            // with no wait), and `io` waits only for an edge after it.
+            self.reg().io(dir, || ready_now(fd, events)).await
+        }
+    }
+
+    /// Waits until a read would not block: data, the end of the stream or
+    /// an error is there. With io_uring, dropped reads still in flight are
+    /// waited for first, and an outcome they left counts as readable.
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                carry.settle_reads().await;
+                if carry.has_received() {
+                    return Ok(());
+                }
+            }
+        }
+        self.ready(Direction::Read).await
+    }
+
+    /// Waits until a write would not block. With io_uring, what dropped
+    /// writes left to send is sent first.
+    pub(crate) async fn writable(&self) -> io::Result<()> {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() {
+                self.send_carried(carry).await?;
+            }
+        }
+        self.ready(Direction::Write).await
+    }
+
+    /// io_uring: `WouldBlock` while a dropped read's outcome is unknown (it
+    /// may hold bytes that come before the socket's), else `None`.
+    fn carried_reads_unknown(&self) -> Option<io::Error> {
+        let carry = self.carry.as_ref()?;
+        (carry.is_busy() && carry.reads_in_flight()).then(|| io::ErrorKind::WouldBlock.into())
+    }
+
+    /// Stream read into `out` without waiting: bytes (or the end of the
+    /// stream, or an error) that dropped reads left come first.
+    pub(crate) fn try_recv(&self, out: &mut [u8]) -> io::Result<usize> {
+        if out.is_empty() {
+            return Ok(0); // as in `recv`
+        }
+        if let Some(e) = self.carried_reads_unknown() {
+            return Err(e);
+        }
+        if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
+            // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
+            if let Some(got) = unsafe { carry.take_bytes(out.as_mut_ptr(), out.len()) } {
+                return got;
+            }
+        }
+        // SAFETY: `out` is a live, writable slice.
+        cvt_size(unsafe {
+            libc::recv(
+                self.raw(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                libc::MSG_DONTWAIT,
+            )
+        })
+    }
+
+    /// Stream write from `data` without waiting; `WouldBlock` while dropped
+    /// writes are in flight or left bytes to send (which go first:
+    /// [`writable`](Self::writable) sends them).
+    pub(crate) fn try_send(&self, data: &[u8]) -> io::Result<usize> {
+        if let Some(carry) = &self.carry {
+            if carry.is_busy() && carry.writes_pending() {
+                return Err(io::ErrorKind::WouldBlock.into());
+            }
+        }
+        self.try_send_to(data, None)
+    }
+
+    /// One datagram sent without waiting, to `addr` or (`None`) to the
+    /// connected peer; also a stream's non-blocking send.
+    pub(crate) fn try_send_to(&self, data: &[u8], addr: Option<SocketAddr>) -> io::Result<usize> {
+        let sa = addr.map(|a| SockAddrBuf::from_addr(&a));
+        let (name, len) = match &sa {
+            Some(sa) => (
+                (&sa.storage as *const libc::sockaddr_storage).cast(),
+                sa.len,
+            ),
+            None => (std::ptr::null(), 0),
+        };
+        // SAFETY: `data` is a live slice; `name` is null or a valid address
+        // of `len` bytes, alive across the call.
+        cvt_size(unsafe {
+            libc::sendto(
+                self.raw(),
+                data.as_ptr().cast(),
+                data.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                name,
+                len,
+            )
+        })
+    }
+
+    /// One datagram received into `out` without waiting, with its sender;
+    /// one that a dropped receive left comes first.
+    pub(crate) fn try_recv_from(&self, out: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        if let Some(e) = self.carried_reads_unknown() {
+            return Err(e);
+        }
+        if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
+            // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
+            if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len(), false) } {
+                let (n, from) = got?;
+                return Ok((n, from.ok_or_else(not_ip)?));
+            }
+        }
+        let mut sa = SockAddrBuf::empty();
+        // SAFETY: `out` is a live, writable slice; `sa` a boxed storage of
+        // `sa.len` bytes.
+        let n = cvt_size(unsafe {
+            libc::recvfrom(
+                self.raw(),
+                out.as_mut_ptr().cast(),
+                out.len(),
+                libc::MSG_DONTWAIT,
+                (&mut sa.storage as *mut libc::sockaddr_storage).cast(),
+                &mut sa.len,
+            )
+        })?;
+        Ok((n, sa.to_addr()?))
+    }
+
+    /// Sends one datagram of `buf`'s initialised bytes to the connected
+    /// peer.
+    pub(crate) async fn send_connected<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        let fd = self.raw();
+        if self.uring() {
+            let op = Op::submit(&self.driver, buf, false, |b| {
+                let len = b.bytes_init().min(u32::MAX as usize) as u32;
+                opcode::Send::new(types::Fd(fd), b.stable_ptr(), len)
+                    .flags(libc::MSG_NOSIGNAL)
+                    .build()
+            });
+            match op {
+                Ok(op) => {
+                    let (r, b) = op.await;
+                    (r.map(|n| n as usize), b)
+                }
+                Err((e, b)) => (Err(e), b),
+            }
+        } else {
+            let ptr = buf.stable_ptr() as usize;
+            let len = buf.bytes_init();
+            let r = self
+                .reg()
+                .io(Direction::Write, || {
+                    // SAFETY: `ptr`/`len` describe `buf`'s initialised
+                    // bytes, alive across this call.
+                    cvt_size(unsafe {
+                        libc::send(fd, ptr as *const libc::c_void, len, libc::MSG_NOSIGNAL)
+                    })
+                })
+                .await;
+            (r, buf)
+        }
+    }
+
     /// Fallback only: `recv` into a borrowed slice.
     pub(crate) fn poll_recv_slice(
         &self,
         cx: &mut Context<'_>,
         out: &mut [u8],
     ) -> Poll<io::Result<usize>> {
+        if out.is_empty() {
+            return Poll::Ready(Ok(0)); // as in `recv`
+        }
         let fd = self.raw();
         self.reg().poll_io(cx, Direction::Read, || {
             // SAFETY: `out` is a live, writable slice.
@@ -759,6 +1005,31 @@ impl Socket {
         };
         // SAFETY: plain system call on our descriptor.
         cvt(unsafe { libc::shutdown(self.raw(), how) }).map(drop)
+    }
+}
+
+/// The error for a sender whose address is not an IP address.
+fn not_ip() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::InvalidData,
+        "the peer's address is not an IP address",
+    )
+}
+
+/// `Ok` if one of `events` (or an error or hang-up) is set on `fd` now,
+/// else `WouldBlock` (`poll` with no wait).
+fn ready_now(fd: RawFd, events: libc::c_short) -> io::Result<()> {
+    let mut p = libc::pollfd {
+        fd,
+        events,
+        revents: 0,
+    };
+    // SAFETY: one live `pollfd`, no wait.
+    let n = cvt(unsafe { libc::poll(&mut p, 1, 0) })?;
+    if n > 0 && p.revents != 0 {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::WouldBlock.into())
     }
 }
 
@@ -807,4 +1078,36 @@ impl std::fmt::Debug for Socket {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Socket").field("fd", &self.raw()).finish()
     }
+}
+
+/// Sets socket option `name` at `level` to `value` (`setsockopt`).
+pub(crate) fn set_option<T: Copy>(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: T,
+) -> io::Result<()> {
+    // SAFETY: setsockopt reads `size_of::<T>()` bytes from the live local.
+    cvt(unsafe {
+        libc::setsockopt(
+            fd,
+            level,
+            name,
+            (&value as *const T).cast(),
+            size_of::<T>() as libc::socklen_t,
+        )
+    })
+    .map(drop)
+}
+
+/// Reads socket option `name` at `level` (`getsockopt`); `T` must be a
+/// plain C type for which all-zero bytes are a valid value.
+pub(crate) fn option<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<T> {
+    // SAFETY: the callers use C integer and struct types, for which
+    // all-zero bytes are valid.
+    let mut value: T = unsafe { zeroed() };
+    let mut len = size_of::<T>() as libc::socklen_t;
+    // SAFETY: getsockopt writes at most `len` bytes into the live local.
+    cvt(unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut T).cast(), &mut len) })?;
+    Ok(value)
 }

@@ -54,6 +54,13 @@ impl Compat {
         }
     }
 
+    /// Whether the adapters hold nothing: no buffered read bytes and no
+    /// operation under way.
+    pub(crate) fn is_idle(&self) -> bool {
+        matches!(&self.read, ReadSide::Idle { buf, pos } if *pos >= buf.len())
+            && matches!(self.write, WriteSide::Idle(_))
+    }
+
     pub(crate) fn poll_read(
         &mut self,
         sock: &Arc<Socket>,
@@ -142,6 +149,19 @@ impl Compat {
         std::task::ready!(self.poll_write_done(cx))?;
         Poll::Ready(sock.shutdown(std::net::Shutdown::Write))
     }
+}
+
+/// A stream's descriptor for `into_std`, or its parts back if the adapters
+/// or the socket hold data or operations (see [`Socket::into_fd`]).
+pub(crate) fn stream_into_fd(
+    sock: Arc<Socket>,
+    compat: Compat,
+) -> Result<std::os::fd::OwnedFd, (Arc<Socket>, Compat)> {
+    if !compat.is_idle() {
+        return Err((sock, compat));
+    }
+    let sock = Arc::try_unwrap(sock).map_err(|sock| (sock, Compat::new()))?;
+    sock.into_fd().map_err(|sock| (Arc::new(sock), compat))
 }
 
 /// Implements `futures_io::AsyncRead` (and, with the `tokio-io` and `hyper`

@@ -7,8 +7,9 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use super::addr::{resolve, ToSocketAddrs};
+use super::into_std::refused;
 use super::socket::{with_std, SockAddrBuf, Socket};
-use super::stream::{impl_async_io, impl_async_read, impl_async_write, Compat};
+use super::stream::{impl_async_io, impl_async_read, impl_async_write, stream_into_fd, Compat};
 use crate::io::{IoBuf, IoBufMut};
 
 /// A TCP socket listening for connections.
@@ -71,6 +72,29 @@ impl TcpListener {
         Ok(TcpListener {
             sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
         })
+    }
+
+    /// Turns it into a std listener (non-blocking, as tokio leaves it),
+    /// no longer part of the runtime.
+    ///
+    /// # Errors
+    /// None in practice (a listener keeps nothing in the runtime); the
+    /// shape is that of the streams' [`TcpStream::into_std`].
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
+    /// let addr = listener.local_addr()?;
+    /// let std_listener = listener.into_std()?;
+    /// assert_eq!(std_listener.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
+        self.sock
+            .into_fd()
+            .map(Into::into)
+            .map_err(|sock| refused(TcpListener { sock }))
     }
 
     /// Waits for a connection; returns it with the peer's address.
@@ -267,7 +291,7 @@ pub struct TcpStream {
 }
 
 impl TcpStream {
-    fn from_socket(sock: Socket) -> TcpStream {
+    pub(crate) fn from_socket(sock: Socket) -> TcpStream {
         TcpStream {
             sock: Arc::new(sock),
             compat: Compat::new(),
@@ -324,6 +348,35 @@ impl TcpStream {
         Ok(TcpStream::from_socket(Socket::from_fd(OwnedFd::from(
             stream,
         ))?))
+    }
+
+    /// Turns it into a std stream (non-blocking, as tokio leaves it), no
+    /// longer part of the runtime.
+    ///
+    /// # Errors
+    /// If that would lose data, an error of kind `ResourceBusy` whose inner
+    /// error, an [`IntoStdError`](super::IntoStdError), gives the stream
+    /// back: the runtime still holds bytes that reads dropped in flight
+    /// received (io_uring; a read returns them), writes dropped in flight
+    /// that are still sending, or data of the `AsyncRead`/`AsyncWrite`
+    /// adapter (bytes read ahead, a write not flushed).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let addr = s.local_addr()?;
+    /// let std_stream = s.into_std()?;
+    /// assert_eq!(std_stream.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::TcpStream> {
+        stream_into_fd(self.sock, self.compat)
+            .map(Into::into)
+            .map_err(|(sock, compat)| refused(TcpStream { sock, compat }))
     }
 
     /// Reads into `buf` from its start, up to its capacity (a `Vec`'s
@@ -408,6 +461,106 @@ impl TcpStream {
     /// ```
     pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         self.sock.send_all(buf).await
+    }
+
+    /// Waits until the stream is readable: [`try_read`](Self::try_read)
+    /// then finds data, the end of the stream or an error (or, rarely,
+    /// `WouldBlock` again: call both in a loop, as with tokio).
+    ///
+    /// # Cancellation
+    /// Cancel-safe: it takes nothing from the stream.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// # let (peer, _) = l.accept().await?;
+    /// # peer.write_all_owned("hello").await.0?;
+    /// let mut buf = [0u8; 64];
+    /// let n = loop {
+    ///     s.readable().await?;
+    ///     match s.try_read(&mut buf) {
+    ///         Ok(n) => break n,
+    ///         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+    ///         Err(e) => return Err(e),
+    ///     }
+    /// };
+    /// assert_eq!(&buf[..n], b"hello");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.sock.readable().await
+    }
+
+    /// Waits until the stream is writable: [`try_write`](Self::try_write)
+    /// then sends at least one byte (or reports an error), unless another
+    /// writer came first. With io_uring, bytes that dropped writes left to
+    /// send are sent first.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.writable().await?;
+    /// assert_eq!(s.try_write(b"hi")?, 2);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.sock.writable().await
+    }
+
+    /// Reads into `buf` without waiting; `WouldBlock` if nothing is there
+    /// (wait with [`readable`](Self::readable)). `Ok(0)`: the peer closed
+    /// its side (or `buf` is empty).
+    ///
+    /// Bytes, an end of stream or an error that reads dropped in flight
+    /// left (io_uring) come first, in order; while such a read's outcome
+    /// is still unknown this returns `WouldBlock`, and `readable` waits for
+    /// it. Bytes buffered by the `AsyncRead` implementation are not seen
+    /// here: use one way of reading per stream.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let err = s.try_read(&mut [0u8; 16]).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.try_recv(buf)
+    }
+
+    /// Writes some of `buf` without waiting; how many is the result.
+    /// `WouldBlock` if the send buffer is full (wait with
+    /// [`writable`](Self::writable)), and also while writes dropped in
+    /// flight (io_uring) are still sending or left bytes to send, which go
+    /// first.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// assert_eq!(s.try_write(b"hey")?, 3);
+    /// let (n, buf) = peer.read_owned(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"hey");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.try_send(buf)
     }
 
     /// Shuts down the read side, the write side, or both, at once (std's
@@ -580,6 +733,26 @@ impl OwnedReadHalf {
         self.sock.recv(buf).await
     }
 
+    /// As [`TcpStream::readable`].
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(r: &fairlane::net::tcp::OwnedReadHalf) -> std::io::Result<()> { r.readable().await }
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.sock.readable().await
+    }
+
+    /// As [`TcpStream::try_read`].
+    ///
+    /// # Example
+    /// ```
+    /// fn f(r: &fairlane::net::tcp::OwnedReadHalf) -> std::io::Result<usize> { r.try_read(&mut [0u8; 8]) }
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.try_recv(buf)
+    }
+
     /// As [`TcpStream::peer_addr`].
     ///
     /// # Example
@@ -624,6 +797,26 @@ impl OwnedWriteHalf {
     /// ```
     pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.send(buf, 0).await
+    }
+
+    /// As [`TcpStream::writable`].
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) -> std::io::Result<()> { w.writable().await }
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.sock.writable().await
+    }
+
+    /// As [`TcpStream::try_write`].
+    ///
+    /// # Example
+    /// ```
+    /// fn f(w: &fairlane::net::tcp::OwnedWriteHalf) -> std::io::Result<usize> { w.try_write(b"x") }
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.try_send(buf)
     }
 
     /// As [`TcpStream::write_all_owned`].

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::addr::{resolve, ToSocketAddrs};
+use super::into_std::refused;
 use super::socket::{with_std, Socket};
 use crate::io::{IoBuf, IoBufMut};
 
@@ -69,6 +70,30 @@ impl UdpSocket {
         })
     }
 
+    /// Turns it into a std socket (non-blocking, as tokio leaves it), no
+    /// longer part of the runtime.
+    ///
+    /// # Errors
+    /// If that would lose a datagram, an error of kind `ResourceBusy`
+    /// whose inner error, an [`IntoStdError`](super::IntoStdError), gives
+    /// the socket back: with io_uring, a receive dropped in flight is still
+    /// under way or left a datagram (the next receive returns it).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let s = rt.block_on(fairlane::net::UdpSocket::bind("127.0.0.1:0"))?;
+    /// let addr = s.local_addr()?;
+    /// assert_eq!(s.into_std()?.local_addr()?, addr);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::net::UdpSocket> {
+        self.sock
+            .into_fd()
+            .map(Into::into)
+            .map_err(|sock| refused(UdpSocket { sock }))
+    }
+
     /// Sends one datagram with `buf`'s bytes to `target`.
     ///
     /// # Cancellation
@@ -122,6 +147,210 @@ impl UdpSocket {
     /// ```
     pub async fn recv_from<B: IoBufMut>(&self, buf: B) -> (io::Result<(usize, SocketAddr)>, B) {
         self.sock.recv_from(buf).await
+    }
+
+    /// Connects the socket to `addr` (the first of its addresses that
+    /// works): [`send`](Self::send) goes there, and only its datagrams are
+    /// received. No packet is sent.
+    ///
+    /// # Errors
+    /// The operating system's error of the last address tried.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let a = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.connect(b.local_addr()?).await?;
+    /// b.connect(a.local_addr()?).await?;
+    /// assert_eq!(a.peer_addr()?, b.local_addr()?);
+    /// a.send("hi").await.0?;
+    /// let (n, buf) = b.recv(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"hi");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn connect<A: ToSocketAddrs>(&self, addr: A) -> io::Result<()> {
+        let mut last = None;
+        for addr in resolve(addr).await? {
+            match with_std(self.sock.raw(), |s: &std::net::UdpSocket| s.connect(addr)) {
+                Ok(()) => return Ok(()),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("resolve returns at least one address"))
+    }
+
+    /// The address it is connected to.
+    ///
+    /// # Errors
+    /// `NotConnected` if it is not connected.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let s = rt.block_on(fairlane::net::UdpSocket::bind("127.0.0.1:0"))?;
+    /// assert_eq!(s.peer_addr().unwrap_err().kind(), std::io::ErrorKind::NotConnected);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
+        with_std(self.sock.raw(), std::net::UdpSocket::peer_addr)
+    }
+
+    /// Sends one datagram with `buf`'s bytes to the connected peer.
+    ///
+    /// # Errors
+    /// Not connected: the operating system's (`EDESTADDRREQ`). A peer
+    /// that is not listening may make a later call fail with
+    /// `ConnectionRefused`.
+    ///
+    /// # Cancellation
+    /// As [`send_to`](Self::send_to).
+    ///
+    /// # Example
+    /// See [`connect`](Self::connect).
+    /// ```
+    /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> { s.send("x").await.0 }
+    /// ```
+    pub async fn send<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+        self.sock.send_connected(buf).await
+    }
+
+    /// Receives one datagram from the connected peer into `buf` (from its
+    /// start, up to its capacity, the rest of a larger datagram dropped).
+    ///
+    /// # Cancellation
+    /// Cancel-safe, as [`recv_from`](Self::recv_from).
+    ///
+    /// # Example
+    /// See [`connect`](Self::connect).
+    /// ```
+    /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> {
+    ///     s.recv(Vec::with_capacity(1500)).await.0
+    /// }
+    /// ```
+    pub async fn recv<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+        let (r, buf) = self.sock.recv_from(buf).await;
+        (r.map(|(n, _)| n), buf)
+    }
+
+    /// Waits until a datagram (or an error) is there to receive; then
+    /// [`try_recv`](Self::try_recv) or [`try_recv_from`](Self::try_recv_from)
+    /// takes it (in a loop, as with tokio: another receiver may be first).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// s.try_send_to(b"ping", s.local_addr()?)?;
+    /// let mut buf = [0u8; 16];
+    /// let (n, from) = loop {
+    ///     s.readable().await?;
+    ///     match s.try_recv_from(&mut buf) {
+    ///         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+    ///         r => break r?,
+    ///     }
+    /// };
+    /// assert_eq!((&buf[..n], from), (&b"ping"[..], s.local_addr()?));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.sock.readable().await
+    }
+
+    /// Waits until a datagram can be sent without waiting.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// s.writable().await?;
+    /// assert_eq!(s.try_send_to(b"x", s.local_addr()?)?, 1);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.sock.writable().await
+    }
+
+    /// Sends one datagram to the connected peer without waiting;
+    /// `WouldBlock` if the send buffer is full.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> { s.try_send(b"x") }
+    /// ```
+    pub fn try_send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.try_send_to(buf, None)
+    }
+
+    /// Sends one datagram to `target` without waiting.
+    ///
+    /// # Example
+    /// See [`readable`](Self::readable).
+    /// ```
+    /// fn f(s: &fairlane::net::UdpSocket, to: std::net::SocketAddr) -> std::io::Result<usize> {
+    ///     s.try_send_to(b"x", to)
+    /// }
+    /// ```
+    pub fn try_send_to(&self, buf: &[u8], target: SocketAddr) -> io::Result<usize> {
+        self.sock.try_send_to(buf, Some(target))
+    }
+
+    /// Receives one datagram from the connected peer without waiting;
+    /// `WouldBlock` if none is there. A datagram that a dropped receive
+    /// left (io_uring) comes first; while such a receive's outcome is still
+    /// unknown this returns `WouldBlock`, and [`readable`](Self::readable)
+    /// waits for it.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> { s.try_recv(&mut [0u8; 1500]) }
+    /// ```
+    pub fn try_recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.try_recv_from(buf).map(|(n, _)| n)
+    }
+
+    /// Receives one datagram without waiting, with its sender; as
+    /// [`try_recv`](Self::try_recv).
+    ///
+    /// # Example
+    /// See [`readable`](Self::readable).
+    /// ```
+    /// fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<(usize, std::net::SocketAddr)> {
+    ///     s.try_recv_from(&mut [0u8; 1500])
+    /// }
+    /// ```
+    pub fn try_recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        self.sock.try_recv_from(buf)
+    }
+
+    /// Receives the next datagram into `buf` as
+    /// [`recv_from`](Self::recv_from) does, but leaves it queued: the next
+    /// receive returns it again.
+    ///
+    /// # Cancellation
+    /// Cancel-safe: a peek takes nothing.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// s.send_to("ping", s.local_addr()?).await.0?;
+    /// let (r, buf) = s.peek_from(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..r?.0], b"ping");
+    /// let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..r?.0], b"ping");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn peek_from<B: IoBufMut>(&self, buf: B) -> (io::Result<(usize, SocketAddr)>, B) {
+        self.sock.peek_from(buf).await
     }
 
     /// The local address.

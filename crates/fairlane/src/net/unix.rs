@@ -8,8 +8,9 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
 
+use super::into_std::refused;
 use super::socket::{with_std, SockAddrBuf, Socket};
-use super::stream::{impl_async_io, Compat};
+use super::stream::{impl_async_io, stream_into_fd, Compat};
 use crate::io::{IoBuf, IoBufMut};
 
 /// A Unix-domain socket listening for connections.
@@ -54,6 +55,41 @@ impl UnixListener {
         Ok(UnixListener {
             sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
         })
+    }
+
+    /// Adopts a std listener (which must be bound and listening).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let path = std::env::temp_dir().join(format!("fairlane-doc-ul-{}.sock", std::process::id()));
+    /// let _ = std::fs::remove_file(&path);
+    /// let std_listener = std::os::unix::net::UnixListener::bind(&path)?;
+    /// let listener = rt.block_on(async { fairlane::net::UnixListener::from_std(std_listener) })?;
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
+        Ok(UnixListener {
+            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
+        })
+    }
+
+    /// Turns it into a std listener (non-blocking, as tokio leaves it),
+    /// no longer part of the runtime; as
+    /// [`TcpListener::into_std`](super::TcpListener::into_std).
+    ///
+    /// # Example
+    /// ```
+    /// fn f(l: fairlane::net::UnixListener) -> std::io::Result<std::os::unix::net::UnixListener> {
+    ///     l.into_std()
+    /// }
+    /// ```
+    pub fn into_std(self) -> io::Result<std::os::unix::net::UnixListener> {
+        self.sock
+            .into_fd()
+            .map(Into::into)
+            .map_err(|sock| refused(UnixListener { sock }))
     }
 
     /// Waits for a connection.
@@ -209,6 +245,46 @@ impl UnixStream {
         Ok(UnixStream::from_socket(sock))
     }
 
+    /// Adopts a connected std stream.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = std::os::unix::net::UnixStream::pair()?;
+    /// let (a, b) = (fairlane::net::UnixStream::from_std(a)?, fairlane::net::UnixStream::from_std(b)?);
+    /// a.write_all_owned("hi").await.0?;
+    /// let (n, buf) = b.read_owned(Vec::with_capacity(4)).await;
+    /// assert_eq!(&buf[..n?], b"hi");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_std(stream: std::os::unix::net::UnixStream) -> io::Result<UnixStream> {
+        Ok(UnixStream::from_socket(Socket::from_fd(OwnedFd::from(
+            stream,
+        ))?))
+    }
+
+    /// Turns it into a std stream (non-blocking, as tokio leaves it), no
+    /// longer part of the runtime; refused (the stream given back) where
+    /// that would lose data, as
+    /// [`TcpStream::into_std`](super::TcpStream::into_std).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// let a = fairlane::net::UnixStream::from_std(a)?.into_std()?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_std(self) -> io::Result<std::os::unix::net::UnixStream> {
+        stream_into_fd(self.sock, self.compat)
+            .map(Into::into)
+            .map_err(|(sock, compat)| refused(UnixStream { sock, compat }))
+    }
+
     /// As [`TcpStream::read_owned`](super::TcpStream::read_owned).
     ///
     /// # Example
@@ -239,6 +315,58 @@ impl UnixStream {
     /// ```
     pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
         self.sock.send_all(buf).await
+    }
+
+    /// As [`TcpStream::readable`](super::TcpStream::readable).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
+    ///     let mut buf = [0u8; 64];
+    ///     loop {
+    ///         s.readable().await?;
+    ///         match s.try_read(&mut buf) {
+    ///             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+    ///             r => return r,
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub async fn readable(&self) -> io::Result<()> {
+        self.sock.readable().await
+    }
+
+    /// As [`TcpStream::writable`](super::TcpStream::writable).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
+    ///     s.writable().await?;
+    ///     s.try_write(b"x")
+    /// }
+    /// ```
+    pub async fn writable(&self) -> io::Result<()> {
+        self.sock.writable().await
+    }
+
+    /// As [`TcpStream::try_read`](super::TcpStream::try_read).
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> { s.try_read(&mut [0u8; 8]) }
+    /// ```
+    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.try_recv(buf)
+    }
+
+    /// As [`TcpStream::try_write`](super::TcpStream::try_write).
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> { s.try_write(b"x") }
+    /// ```
+    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
+        self.sock.try_send(buf)
     }
 
     /// Shuts down the read side, the write side, or both, at once (std's

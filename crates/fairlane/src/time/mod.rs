@@ -1,5 +1,11 @@
-//! Time: [`sleep`], [`sleep_until`], [`timeout`] and [`interval`], with
-//! tokio's shapes.
+//! Time: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] and
+//! [`Instant`], with tokio's shapes.
+//!
+//! There is no paused test clock (tokio's `time::pause`/`advance`): the
+//! timers run on each processor's wheel against the monotonic clock, which
+//! also bounds how long an idle processor sleeps; a virtual clock would
+//! have to be shared by every wheel and advanced when all processors are
+//! idle.
 //!
 //! Each processor keeps a hierarchical timer wheel (millisecond ticks,
 //! O(1) insert and cancel) behind its lock; a timer set on a processor goes
@@ -24,6 +30,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod instant;
 pub(crate) mod wheel;
 
 use std::fmt;
@@ -31,11 +38,13 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::io::coop;
 use crate::io::driver::{Driver, Proc};
 use wheel::TimerKey;
+
+pub use instant::Instant;
 
 /// Errors of the time module.
 pub mod error {
@@ -84,7 +93,8 @@ fn current_driver() -> Option<Arc<Driver>> {
 ///
 /// # Example
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
+/// use fairlane::time::Instant;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// let start = Instant::now();
 /// rt.block_on(fairlane::time::sleep(Duration::from_millis(10)));
@@ -105,7 +115,8 @@ pub fn sleep(duration: Duration) -> Sleep {
 ///
 /// # Example
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
+/// use fairlane::time::Instant;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// let deadline = Instant::now() + Duration::from_millis(5);
 /// rt.block_on(fairlane::time::sleep_until(deadline));
@@ -135,7 +146,7 @@ fn far_future() -> Instant {
 ///     let sleep = fairlane::time::sleep(Duration::from_millis(1));
 ///     let deadline = sleep.deadline();
 ///     sleep.await;
-///     assert!(std::time::Instant::now() >= deadline);
+///     assert!(fairlane::time::Instant::now() >= deadline);
 /// });
 /// # Ok::<(), std::io::Error>(())
 /// ```
@@ -151,7 +162,8 @@ impl Sleep {
     ///
     /// # Example
     /// ```
-    /// use std::time::{Duration, Instant};
+    /// use std::time::Duration;
+    /// use fairlane::time::Instant;
     /// let at = Instant::now() + Duration::from_secs(1);
     /// assert_eq!(fairlane::time::sleep_until(at).deadline(), at);
     /// ```
@@ -175,7 +187,8 @@ impl Sleep {
     ///
     /// # Example
     /// ```
-    /// use std::time::{Duration, Instant};
+    /// use std::time::Duration;
+    /// use fairlane::time::Instant;
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// rt.block_on(async {
     ///     let mut sleep = Box::pin(fairlane::time::sleep(Duration::from_secs(60)));
@@ -230,7 +243,7 @@ impl Sleep {
                      a task or Runtime::block_on"
                 );
             };
-            let tick = driver.tick_at(self.deadline);
+            let tick = driver.tick_at(self.deadline.into_std());
             match driver.add_timer(tick, cx.waker()) {
                 Ok(Some(timer)) => {
                     self.timer = Some(timer);
@@ -297,7 +310,8 @@ pub fn timeout<F: Future>(duration: Duration, future: F) -> Timeout<F> {
 ///
 /// # Example
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
+/// use fairlane::time::Instant;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// let at = Instant::now() + Duration::from_millis(2);
 /// let r = rt.block_on(fairlane::time::timeout_at(at, std::future::pending::<()>()));
@@ -403,7 +417,8 @@ pub fn interval(period: Duration) -> Interval {
 ///
 /// # Example
 /// ```
-/// use std::time::{Duration, Instant};
+/// use std::time::Duration;
+/// use fairlane::time::Instant;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// let start = Instant::now() + Duration::from_millis(3);
 /// let mut interval = fairlane::time::interval_at(start, Duration::from_millis(1));
@@ -456,7 +471,7 @@ impl Interval {
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// let mut interval = rt.block_on(async { fairlane::time::interval(Duration::from_millis(1)) });
     /// let at = rt.block_on(interval.tick());
-    /// assert!(at <= std::time::Instant::now());
+    /// assert!(at <= fairlane::time::Instant::now());
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub async fn tick(&mut self) -> Instant {
