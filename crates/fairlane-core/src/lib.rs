@@ -7,7 +7,8 @@
 //! [`Cluster::run_processor`] once per processor thread.
 //!
 //! The protocols are explained beside their code: `queue.md` (lanes, push,
-//! pop, helping, stealing), `idle.md` (idle sleep), `task.md` (task states).
+//! pop, helping, stealing), `idle.md` (idle sleep), `task.md` (the task
+//! cell's state machine, the registry, shutdown).
 //!
 //! # Example
 //! A library OS runs a cluster on its own threads; here, one processor on a
@@ -63,6 +64,14 @@ pub use host::Host;
 #[doc(hidden)]
 pub mod loom_resize {
     pub use crate::resize::ResizeLock;
+}
+
+/// The task cell, exposed only to its loom model (`tests/loom_task.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_task {
+    pub use crate::task::join::JoinHandle;
+    pub use crate::task::raw::{spawn, Runnable, Schedule};
 }
 
 /// The lane type, exposed only to the loom models (`tests/loom_lane.rs`).

@@ -1,9 +1,15 @@
-//! Tasks: the cell (`async-task`), the scheduling metadata fairlane keeps in
-//! it, the registry of live tasks that shutdown cancels, and abort.
+//! Tasks: the cell (`task/`: its state word, the runnable, the waker, the
+//! join handle), the scheduling metadata fairlane keeps in it, the registry
+//! of live tasks that shutdown cancels, and abort.
 //!
-//! Task states are `async-task`'s (scheduled, running, completed, closed);
-//! `task.md` beside this file explains how fairlane relies on them for "a
-//! task is queued at most once" and "a wake during a poll re-queues it once".
+//! `task.md` beside this file describes the cell's state machine, on which
+//! "a task is queued at most once" and "a wake during a poll re-queues it
+//! once" rest.
+
+pub(crate) mod join;
+pub(crate) mod raw;
+pub(crate) mod state;
+mod waker;
 
 use alloc::vec::Vec;
 use core::future::Future;
@@ -11,8 +17,9 @@ use core::pin::Pin;
 use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 
-use async_task::{Builder, FallibleTask, Runnable};
 use crossbeam_utils::CachePadded;
+use join::JoinHandle;
+use raw::{Runnable, Schedule};
 use slab::Slab;
 
 use alloc::sync::Arc;
@@ -35,19 +42,16 @@ pub struct TaskMeta<H: Host> {
     /// unrestricted task never touches the lock.
     restricted: AtomicBool,
     /// The processors the task may run on, if restricted. Written by the
-    /// task itself while it runs (or at spawn); `async-task`'s state word
-    /// orders that write before any later schedule of the task.
+    /// task itself while it runs (or at spawn); the cell's state word orders
+    /// that write before any later schedule of the task.
     affinity: SpinLock<Option<Arc<[ProcessorId]>>>,
-    /// The task's cluster. Kept here rather than captured by the schedule
-    /// function: `async-task` wraps every call of a schedule function that
-    /// captures anything in a waker clone and drop (two atomic
-    /// read-modify-writes per wake), and a zero-sized one skips that.
+    /// The task's cluster, for the schedule function.
     ///
     /// Changed only by the task itself, while it runs
     /// ([`Cluster::migrate_current`]), and read only by the schedule
-    /// function, which `async-task` never calls while the task runs: the
-    /// task's state word (AcqRel transitions) orders every write before every
-    /// later read, so the cell is never accessed concurrently.
+    /// function, which the cell never calls while the task runs: the task's
+    /// state word (AcqRel transitions) orders every write before every later
+    /// read, so the cell is never accessed concurrently.
     cluster: core::cell::UnsafeCell<Arc<Cluster<H>>>,
     /// Abort, finish and background: what the task's handles, its registry
     /// entry and its future share. In the task's own allocation, so that a
@@ -78,7 +82,7 @@ struct Registration<H: Host> {
     /// The registry shard in the low [`SHARD_BITS`] bits, the key in that
     /// shard's slab above them (51 bits: more than any slab can hold, also
     /// where `usize` has 32); [`UNREGISTERED`] until the entry exists. One
-    /// word on 64-bit targets, so that the metadata (with `async-task`'s
+    /// word on 64-bit targets, so that the metadata (with the cell's
     /// header) fits the 128 bytes before the future.
     entry: u64,
 }
@@ -139,10 +143,16 @@ impl<H: Host> core::fmt::Debug for TaskMeta<H> {
     }
 }
 
-/// The schedule function of every task: a zero-sized function item (see
-/// [`TaskMeta::cluster`]). A closed cluster hands the runnable back, and it
-/// goes to the cluster's graveyard ([`Cluster::bury`]): a wake never drops
-/// a future itself.
+impl<H: Host> Schedule for TaskMeta<H> {
+    #[inline]
+    fn schedule(runnable: Runnable<Self>) {
+        schedule(runnable);
+    }
+}
+
+/// The schedule function of every task. A closed cluster hands the runnable
+/// back, and it goes to the cluster's graveyard ([`Cluster::bury`]): a wake
+/// never drops a future itself.
 fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
     let meta = runnable.metadata();
     if meta.restricted.load(Ordering::Relaxed) {
@@ -651,30 +661,26 @@ impl<H: Host> Cluster<H> {
             .host()
             .current_processor()
             .unwrap_or(self.capacity());
-        let (runnable, task) = Builder::new()
-            .metadata(TaskMeta {
-                preferred: AtomicU32::new(NO_PROCESSOR),
-                priority,
-                restricted: AtomicBool::new(affinity.is_some()),
-                affinity: SpinLock::new(affinity),
-                cluster: core::cell::UnsafeCell::new(self.clone()),
-                state: TaskState::new(background),
-                registration: core::cell::UnsafeCell::new(Registration {
-                    spawned_in: None,
-                    entry: UNREGISTERED,
-                }),
-            })
-            .spawn(
-                // `meta` is pinned in the task's allocation, which outlives
-                // the future.
-                move |meta| Supervised {
-                    future,
-                    slot: RegistrySlot {
-                        meta: NonNull::from(meta),
-                    },
-                },
-                schedule::<H>,
-            );
+        let meta = TaskMeta {
+            preferred: AtomicU32::new(NO_PROCESSOR),
+            priority,
+            restricted: AtomicBool::new(affinity.is_some()),
+            affinity: SpinLock::new(affinity),
+            cluster: core::cell::UnsafeCell::new(self.clone()),
+            state: TaskState::new(background),
+            registration: core::cell::UnsafeCell::new(Registration {
+                spawned_in: None,
+                entry: UNREGISTERED,
+            }),
+        };
+        // `meta` stays put in the task's allocation, which outlives the
+        // future.
+        let (runnable, task) = raw::spawn(meta, move |meta| Supervised {
+            future,
+            slot: RegistrySlot {
+                meta: NonNull::from(meta),
+            },
+        });
         let meta = runnable.metadata();
         meta.state
             .waker
@@ -690,7 +696,6 @@ impl<H: Host> Cluster<H> {
             // A slab key is below the number of entries, so far below 2^51.
             (*meta.registration.get()).entry = (key as u64) << SHARD_BITS | shard as u64;
         }
-        let meta = NonNull::from(meta);
         if self.is_shut_down() {
             // Not a wake: the spawner can take the drop here, and learns at
             // once that the cluster is closed (its handle is finished). A
@@ -699,10 +704,7 @@ impl<H: Host> Cluster<H> {
         } else {
             runnable.schedule();
         }
-        Ok(TaskHandle {
-            task: Some(task.fallible()),
-            meta,
-        })
+        Ok(TaskHandle { task })
     }
 
     /// Runs processor `p` on the calling thread until the cluster is shut
@@ -1054,9 +1056,8 @@ impl<H: Host> Future for TasksFinished<H> {
 /// The future a task actually runs: the user's future, cut short by abort.
 ///
 /// Aligned to 128 bytes (two cache lines, the unit adjacent-line prefetchers
-/// fetch): `async-task` lays a task out as one allocation whose alignment is
-/// that of its largest-aligned part, so this gives every task cache lines of
-/// its own. Without it the header of one task (written by every wake and
+/// fetch): the cell is one allocation whose alignment is that of its
+/// largest-aligned part, so this gives every task cache lines of its own. Without it the header of one task (written by every wake and
 /// poll) can share a line with the end of another task's future, polled on
 /// another processor.
 #[repr(align(128))]
@@ -1087,8 +1088,7 @@ impl<F: Cancellable, H: Host> Future for Supervised<F, H> {
 ///
 /// The std runtime's tasks use it to drop the user's future where a panic
 /// in its destructor can be caught and reported through the task's handle:
-/// a future left for the task cell to drop is dropped where such a panic
-/// aborts the process.
+/// the task cell (`no_std`) cannot catch panics.
 ///
 /// # Example
 /// See [`Cluster::spawn_cancellable`].
@@ -1123,22 +1123,12 @@ impl<F: Future> Cancellable for NoCancelOutput<F> {
 
 /// The spawner's side of a task: await it, abort it, or drop it to detach.
 pub struct TaskHandle<T, H: Host> {
-    /// `None` only inside `drop`.
-    task: Option<FallibleTask<Option<T>, TaskMeta<H>>>,
-    /// The task's metadata, kept allocated by `task`.
-    meta: NonNull<TaskMeta<H>>,
+    task: JoinHandle<Option<T>, TaskMeta<H>>,
 }
-
-// SAFETY: `meta` points at a `Sync` type kept alive by `task`; the handle is
-// otherwise an `async-task` handle, `Send`/`Sync` when its output is.
-unsafe impl<T: Send, H: Host> Send for TaskHandle<T, H> {}
-// SAFETY: as above; `&TaskHandle` gives no access to the output.
-unsafe impl<T, H: Host> Sync for TaskHandle<T, H> {}
 
 impl<T, H: Host> TaskHandle<T, H> {
     fn state(&self) -> &TaskState {
-        // SAFETY: see `meta`.
-        unsafe { &self.meta.as_ref().state }
+        &self.task.metadata().state
     }
 
     /// Asks the task to stop: it is not polled again; its future is dropped
@@ -1163,17 +1153,7 @@ impl<T, H: Host> TaskHandle<T, H> {
 
     /// Whether the task finished (completed, aborted or cancelled).
     pub fn is_finished(&self) -> bool {
-        self.task.as_ref().is_none_or(|t| t.is_finished())
-    }
-}
-
-impl<T, H: Host> Drop for TaskHandle<T, H> {
-    fn drop(&mut self) {
-        // Dropping an `async-task` handle would cancel the task; fairlane's
-        // handles detach, as tokio's do.
-        if let Some(task) = self.task.take() {
-            task.detach();
-        }
+        self.task.is_finished()
     }
 }
 
@@ -1181,10 +1161,7 @@ impl<T, H: Host> Future for TaskHandle<T, H> {
     type Output = Option<T>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<T>> {
-        match self.task.as_mut() {
-            Some(task) => Pin::new(task).poll(cx).map(Option::flatten),
-            None => Poll::Ready(None),
-        }
+        Pin::new(&mut self.task).poll(cx).map(Option::flatten)
     }
 }
 
@@ -1232,10 +1209,9 @@ impl AbortHandle {
 }
 #[cfg(test)]
 mod tests {
-    /// `async-task` puts its header (three words, plus a flag word when its
-    /// `std` feature is on, as it is in a program that also uses
-    /// `async-executor`) and the metadata before the future, which is
-    /// aligned to 128 bytes (`Supervised`): metadata over 88 bytes pushes
+    /// The cell puts its header (the state word, the vtable pointer, the
+    /// join handle's waker and the metadata) before the future, which is
+    /// aligned to 128 bytes (`Supervised`): a header over 128 bytes pushes
     /// every task from 256 bytes to 384.
     #[test]
     fn task_metadata_fits_before_the_future() {
@@ -1251,6 +1227,6 @@ mod tests {
             fn park(&self, _: usize) {}
             fn unpark(&self, _: usize) {}
         }
-        assert!(core::mem::size_of::<super::TaskMeta<H>>() <= 88);
+        assert!(core::mem::size_of::<super::raw::Header<super::TaskMeta<H>>>() <= 128);
     }
 }

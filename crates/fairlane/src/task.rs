@@ -467,8 +467,8 @@ impl Future for YieldNow {
 /// The user's future, polled inside `catch_unwind` so that a panicking task
 /// becomes a [`JoinError`] and its processor keeps running, and dropped
 /// inside `catch_unwind` too, as soon as the task is done (it completed,
-/// panicked, or was aborted or cancelled by shutdown): the task cell would
-/// drop it where a panicking destructor aborts the process.
+/// panicked, or was aborted or cancelled by shutdown): the task cell
+/// (`no_std`) cannot catch a panic of the destructor.
 ///
 /// A destructor's panic is reported as a `tracing` warning and given to the
 /// task's handle as the task's panic, as in tokio: the output of a future
@@ -538,8 +538,40 @@ fn drop_quietly<T>(value: T) {
     }
 }
 
+/// A task's result as its cell keeps it until the `JoinHandle` takes it.
+/// Nobody takes the output of a detached task: the task cell drops it, and
+/// a panic in its destructor is caught here (and reported), as one in the
+/// future's is.
+struct TaskOutput<T>(ManuallyDrop<Result<T, Panic>>);
+
+impl<T> TaskOutput<T> {
+    fn new(result: Result<T, Panic>) -> Self {
+        Self(ManuallyDrop::new(result))
+    }
+
+    fn into_inner(self) -> Result<T, Panic> {
+        let mut this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the result is taken once.
+        unsafe { ManuallyDrop::take(&mut this.0) }
+    }
+}
+
+impl<T> Drop for TaskOutput<T> {
+    fn drop(&mut self) {
+        // SAFETY: in `drop`: the result is not used again.
+        let result = unsafe { ManuallyDrop::take(&mut self.0) };
+        if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(result))) {
+            tracing::warn!(
+                panic = panic_text(&panic),
+                "a task's output panicked while being dropped (nobody awaited it)"
+            );
+            drop_quietly(panic);
+        }
+    }
+}
+
 impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Panic>;
+    type Output = TaskOutput<F::Output>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: only a projection: the future is structurally pinned (never
@@ -557,7 +589,7 @@ impl<F: Future> Future for CatchUnwind<F> {
             Err(panic) => Err(panic),
         };
         // Done: drop the future now, where a panicking destructor is caught.
-        Poll::Ready(match (self.drop_future(), result) {
+        Poll::Ready(TaskOutput::new(match (self.drop_future(), result) {
             (Ok(()), result) => result,
             (Err(panic), Ok(value)) => {
                 report_drop_panic(&panic, "after it completed");
@@ -569,7 +601,7 @@ impl<F: Future> Future for CatchUnwind<F> {
                 drop_quietly(second);
                 Err(panic)
             }
-        })
+        }))
     }
 }
 
@@ -579,7 +611,7 @@ impl<F: Future> fairlane_core::Cancellable for CatchUnwind<F> {
             Ok(()) => None,
             Err(panic) => {
                 report_drop_panic(&panic, "cancelled");
-                Some(Err(panic))
+                Some(TaskOutput::new(Err(panic)))
             }
         }
     }
@@ -609,7 +641,7 @@ impl<F> Drop for CatchUnwind<F> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct JoinHandle<T> {
-    inner: fairlane_core::TaskHandle<Result<T, Panic>, crate::host::StdHost>,
+    inner: fairlane_core::TaskHandle<TaskOutput<T>, crate::host::StdHost>,
     name: Option<Arc<str>>,
 }
 
@@ -667,7 +699,7 @@ impl<T> Future for JoinHandle<T> {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
-        Poll::Ready(match out {
+        Poll::Ready(match out.map(TaskOutput::into_inner) {
             Some(Ok(value)) => Ok(value),
             Some(Err(panic)) => Err(JoinError::panic(panic, self.name.clone())),
             None => Err(JoinError {

@@ -178,7 +178,40 @@ on_both_backends!(
     shutdown_with_panicking_destructors_cancels_the_others,
     completed_future_whose_destructor_panics_is_a_panic,
     panic_in_poll_and_in_the_destructor_keeps_the_poll_panic,
+    detached_task_whose_output_panics_when_dropped_goes_on,
 );
+
+/// A detached task (its handle dropped while it waits) completes with an
+/// output that panics when dropped. Nobody can get the output, so the runner
+/// drops it, and the panic is caught there: the processor goes on running
+/// tasks and the runtime shuts down as usual.
+fn detached_task_whose_output_panics_when_dropped_goes_on(backend: IoBackend) {
+    let after = with_deadline("detached_output", HANG, String::new, move || {
+        let rt = runtime(backend, 1);
+        let go = Signal::new();
+        let g = go.clone();
+        let (dropped_tx, dropped_rx) = std::sync::mpsc::channel();
+        let detached = rt.spawn(async move {
+            g.wait().await;
+            struct Output(std::sync::mpsc::Sender<()>);
+            impl Drop for Output {
+                fn drop(&mut self) {
+                    let _ = self.0.send(());
+                    panic!("detached output dropped");
+                }
+            }
+            Output(dropped_tx)
+        });
+        drop(detached);
+        go.notify();
+        dropped_rx.recv().expect("the output is dropped");
+        // The same processor runs the next task.
+        let after = rt.block_on(rt.spawn(async { "still running" })).unwrap();
+        drop(rt);
+        after
+    });
+    assert_eq!(after, "still running");
+}
 
 /// One task holds the last `async_channel::Sender`, another waits in
 /// `recv()`. Dropping the sender's task (the runtime is dropped) closes the

@@ -1,5 +1,6 @@
-//! Wake during poll, as a stress test (the task cell is `async-task`, which
-//! loom cannot see into). A task woken while it is being polled, by itself
+//! Wake during poll, as a stress test at scale (`fairlane-core`'s
+//! `tests/loom_task.rs` model-checks the task cell's transitions in small
+//! cases). A task woken while it is being polled, by itself
 //! or by another thread, however many times, must be re-queued exactly once,
 //! after the poll: never polled twice at the same time (an `in_poll` flag
 //! must never be found set when a poll begins), never lost, and never polled

@@ -1,0 +1,537 @@
+//! The task cell: one allocation holding the header (state word, vtable,
+//! the join handle's waker, the scheduler's metadata) and, after it, the
+//! future — or, once the task is complete, its output in the same place.
+//! [`Runnable`] is the permission to poll it.
+
+use alloc::alloc::{alloc, dealloc, handle_alloc_error, Layout};
+use core::future::Future;
+use core::marker::PhantomData;
+use core::mem::{self, ManuallyDrop};
+use core::pin::Pin;
+use core::ptr::NonNull;
+use core::task::{Context, Poll, Waker};
+
+use super::join::JoinHandle;
+use super::state::{Idle, State, AWAITER, COMPLETE, HANDLE};
+use crate::sync::UnsafeCell;
+
+/// What the cell asks of its metadata: how to queue the task.
+pub trait Schedule: Sized + Send + Sync + 'static {
+    /// Queues `runnable`. Called by the wake that finds the task idle, and
+    /// by the runner when the task was woken during its poll; never while
+    /// the task runs. Must not poll or drop the runnable inline if the
+    /// caller may hold locks (a waker's caller may): queue it, or put it
+    /// aside.
+    fn schedule(runnable: Runnable<Self>);
+}
+
+/// The cell's operations that depend on the future's type.
+pub(crate) struct VTable {
+    /// Polls the future; on `Ready` drops it and stores the output, and
+    /// returns true. Sets `*future_live` to false right before dropping the
+    /// future, so that a destructor that panics is not run twice.
+    pub(crate) poll: unsafe fn(NonNull<()>, &mut Context<'_>, &mut bool) -> bool,
+    /// Drops the future in place.
+    pub(crate) drop_future: unsafe fn(NonNull<()>),
+    /// Moves the output to `*mut T` (the join handle's type).
+    pub(crate) take_output: unsafe fn(NonNull<()>, *mut ()),
+    /// Drops the output in place.
+    pub(crate) drop_output: unsafe fn(NonNull<()>),
+    /// Drops what is left in the cell and frees it.
+    pub(crate) dealloc: unsafe fn(NonNull<()>),
+}
+
+/// The start of every task's allocation.
+#[repr(C)]
+pub(crate) struct Header<M> {
+    pub(crate) state: State,
+    pub(crate) vtable: &'static VTable,
+    /// The join handle's waker; see `AWAITER` for who may access it when.
+    pub(crate) awaiter: UnsafeCell<Option<Waker>>,
+    pub(crate) meta: M,
+}
+
+/// The future, or its output once complete: which one is live is told by
+/// the state word (`COMPLETE`, `CLOSED`, see `task.md`).
+union Stage<F: Future> {
+    future: ManuallyDrop<F>,
+    output: ManuallyDrop<F::Output>,
+}
+
+/// A whole task: header first (`repr(C)`), so a header pointer is a cell
+/// pointer.
+#[repr(C)]
+struct Cell<F: Future, M> {
+    header: Header<M>,
+    stage: UnsafeCell<Stage<F>>,
+}
+
+impl<F, M> Cell<F, M>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    M: Schedule,
+{
+    const VTABLE: VTable = VTable {
+        poll: Self::poll,
+        drop_future: Self::drop_future,
+        take_output: Self::take_output,
+        drop_output: Self::drop_output,
+        dealloc: Self::dealloc,
+    };
+
+    /// # Safety (for every function below)
+    /// `ptr` is the header of a live `Cell<F, M>` (it was made by `spawn`
+    /// with this `F` and `M`, whose vtable this is).
+    unsafe fn from_ptr<'a>(ptr: NonNull<()>) -> &'a Self {
+        // SAFETY: see above; `Cell` is `repr(C)` with the header first.
+        unsafe { ptr.cast::<Self>().as_ref() }
+    }
+
+    /// Only the runner (`RUNNING`), with the future live.
+    unsafe fn poll(ptr: NonNull<()>, cx: &mut Context<'_>, future_live: &mut bool) -> bool {
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Self::from_ptr(ptr) };
+        cell.stage.with_mut(|stage| {
+            // SAFETY: the runner has the stage to itself (`RUNNING`: nobody
+            // else touches it before `COMPLETE`), the future is live, and it
+            // is pinned: the cell never moves and the future is dropped in
+            // place.
+            let future = unsafe { Pin::new_unchecked(&mut *(*stage).future) };
+            match future.poll(cx) {
+                Poll::Pending => false,
+                Poll::Ready(output) => {
+                    *future_live = false;
+                    // SAFETY: as above; the future is not used again (a
+                    // panic in its destructor has still ended it).
+                    unsafe { ManuallyDrop::drop(&mut (*stage).future) };
+                    // SAFETY: the stage is ours; the future's bytes are dead.
+                    unsafe { (*stage).output = ManuallyDrop::new(output) };
+                    true
+                }
+            }
+        })
+    }
+
+    /// Only the holder of the runnable, with the future live.
+    unsafe fn drop_future(ptr: NonNull<()>) {
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Self::from_ptr(ptr) };
+        // SAFETY: the stage is the caller's and holds the live future; it is
+        // dropped in place (pinning kept) and not used again.
+        cell.stage
+            .with_mut(|stage| unsafe { ManuallyDrop::drop(&mut (*stage).future) });
+    }
+
+    /// Only the owner of the output (the join handle after `COMPLETE`, or
+    /// the runner when there is no handle), with the output live; `dst` is
+    /// a `*mut F::Output`, uninitialised.
+    unsafe fn take_output(ptr: NonNull<()>, dst: *mut ()) {
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Self::from_ptr(ptr) };
+        cell.stage.with_mut(|stage| {
+            // SAFETY: the output is live and the caller's; it is moved out
+            // and its bytes are not read again (`CLOSED` says so).
+            unsafe {
+                dst.cast::<F::Output>()
+                    .write(ManuallyDrop::take(&mut (*stage).output))
+            }
+        });
+    }
+
+    /// As `take_output`.
+    unsafe fn drop_output(ptr: NonNull<()>) {
+        // SAFETY: the caller's contract.
+        let cell = unsafe { Self::from_ptr(ptr) };
+        // SAFETY: the output is live and the caller's; not used again.
+        cell.stage
+            .with_mut(|stage| unsafe { ManuallyDrop::drop(&mut (*stage).output) });
+    }
+
+    /// Only the holder of the last reference.
+    unsafe fn dealloc(ptr: NonNull<()>) {
+        let cell = ptr.cast::<Self>().as_ptr();
+        // SAFETY: the last reference: nobody else can reach the cell. A
+        // task that never completed still has its future (which may refer
+        // to the metadata: dropped first); a completed one has no output
+        // left, since the owner of the output takes or drops it before
+        // giving up its reference (see `task.md`).
+        unsafe {
+            if !(*cell).header.state.load().has(COMPLETE) {
+                Self::drop_future(ptr);
+            }
+            core::ptr::drop_in_place(cell);
+            dealloc(cell.cast(), Layout::new::<Self>());
+        }
+    }
+}
+
+/// Makes a task: its metadata `meta` and the future `make(&meta)` returns
+/// (the metadata is in the task's allocation, at an address that stays put
+/// until the task is freed). Returns the runnable (the task is
+/// `SCHEDULED`: push it, or run it) and the join handle.
+pub fn spawn<F, M>(meta: M, make: impl FnOnce(&M) -> F) -> (Runnable<M>, JoinHandle<F::Output, M>)
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+    M: Schedule,
+{
+    let layout = Layout::new::<Cell<F, M>>();
+    // SAFETY: a cell is never zero-sized (the header has a state word).
+    let raw = unsafe { alloc(layout) }.cast::<Cell<F, M>>();
+    let Some(cell) = NonNull::new(raw) else {
+        handle_alloc_error(layout)
+    };
+    let header = Header {
+        state: State::new(),
+        vtable: &Cell::<F, M>::VTABLE,
+        awaiter: UnsafeCell::new(None),
+        meta,
+    };
+    // SAFETY: `cell` is fresh memory for a `Cell<F, M>`: writing its fields
+    // in place initialises it; nothing else can reach it yet.
+    unsafe { core::ptr::addr_of_mut!((*raw).header).write(header) };
+    /// Frees the half-made cell if `make` panics.
+    struct Unmade<F: Future, M>(*mut Cell<F, M>);
+    impl<F: Future, M> Drop for Unmade<F, M> {
+        fn drop(&mut self) {
+            // SAFETY: the header is initialised and the stage is not; the
+            // allocation is ours alone.
+            unsafe {
+                core::ptr::drop_in_place(core::ptr::addr_of_mut!((*self.0).header));
+                dealloc(self.0.cast(), Layout::new::<Cell<F, M>>());
+            }
+        }
+    }
+    let unmade = Unmade(raw);
+    // SAFETY: the header was just written and is not moved until freed.
+    let future = make(unsafe { &(*raw).header.meta });
+    mem::forget(unmade);
+    // SAFETY: as above; the stage is written once, in place.
+    unsafe {
+        core::ptr::addr_of_mut!((*raw).stage).write(UnsafeCell::new(Stage {
+            future: ManuallyDrop::new(future),
+        }));
+    }
+    let header = cell.cast::<Header<M>>();
+    // The initial state counts these two references.
+    (
+        Runnable {
+            ptr: header,
+            _marker: PhantomData,
+        },
+        // SAFETY: `F::Output` is the task's output; the handle's reference.
+        unsafe { JoinHandle::new(header) },
+    )
+}
+
+/// The permission to poll a task: exactly one exists while the task is
+/// `SCHEDULED`, none otherwise. Holds a reference.
+pub struct Runnable<M> {
+    pub(crate) ptr: NonNull<Header<M>>,
+    pub(crate) _marker: PhantomData<M>,
+}
+
+// SAFETY: a runnable is the only permission to poll its task's future, so
+// moving it moves that permission; the future is `Send` (required by
+// `spawn`) and the metadata is `Send + Sync` (`Schedule`).
+unsafe impl<M: Schedule> Send for Runnable<M> {}
+// SAFETY: `&Runnable` only gives `&M` (`Sync`).
+unsafe impl<M: Schedule> Sync for Runnable<M> {}
+
+impl<M: Schedule> Runnable<M> {
+    fn header(&self) -> &Header<M> {
+        // SAFETY: the runnable's reference keeps the cell allocated.
+        unsafe { self.ptr.as_ref() }
+    }
+
+    /// The task's metadata.
+    #[inline]
+    pub fn metadata(&self) -> &M {
+        &self.header().meta
+    }
+
+    /// Queues the task (calls [`Schedule::schedule`]).
+    #[inline]
+    pub fn schedule(self) {
+        M::schedule(self);
+    }
+
+    /// A waker of the task (a new reference).
+    pub fn waker(&self) -> Waker {
+        self.header().state.ref_inc();
+        // SAFETY: the reference just taken is the waker's.
+        unsafe { super::waker::waker_from_ref(self.ptr) }
+    }
+
+    /// Polls the task once: `RUNNING`, the poll, then idle (or re-queued if
+    /// woken meanwhile: [`Schedule::schedule`] is called once), or
+    /// complete. A panic out of the future's `poll` (or destructor) ends
+    /// the task without output (its join handle gets `None`) and goes on
+    /// unwinding.
+    pub fn run(self) {
+        let ptr = self.ptr;
+        mem::forget(self);
+        // SAFETY: the runnable's reference keeps the cell allocated until
+        // it is given up below.
+        let header = unsafe { ptr.as_ref() };
+        header.state.start();
+        // The poll's waker borrows the runnable's reference: never dropped.
+        // SAFETY: that reference outlives the poll.
+        let waker = ManuallyDrop::new(unsafe { super::waker::waker_from_ref(ptr) });
+        let mut cx = Context::from_waker(&waker);
+        let mut guard = Unwinding {
+            ptr,
+            future_live: true,
+        };
+        // SAFETY: `RUNNING`, and the future is live (a runnable exists only
+        // for a task that is not complete).
+        let ready = unsafe { (header.vtable.poll)(ptr.cast(), &mut cx, &mut guard.future_live) };
+        mem::forget(guard);
+        if ready {
+            // SAFETY: the output was just stored; the runnable's reference
+            // is still held.
+            unsafe { finish(ptr, false) };
+            return;
+        }
+        match header.state.idle() {
+            Idle::Ok => {}
+            Idle::Requeue => M::schedule(Runnable {
+                ptr,
+                _marker: PhantomData,
+            }),
+            // SAFETY: the last reference: the cell is ours to free.
+            Idle::Dealloc => unsafe { (header.vtable.dealloc)(ptr.cast()) },
+        }
+    }
+}
+
+/// Completes without output a task whose future is dropped unfinished: a
+/// runnable dropped unrun, or a poll (or the future's destructor after
+/// `Ready`) that panicked. Forgotten when the poll returns.
+struct Unwinding<M> {
+    ptr: NonNull<Header<M>>,
+    future_live: bool,
+}
+
+impl<M> Drop for Unwinding<M> {
+    fn drop(&mut self) {
+        // SAFETY: the guard belongs to the holder of the runnable (whose
+        // reference it gives up in `finish`); the future is dropped only if
+        // it is still live.
+        unsafe {
+            if self.future_live {
+                (self.ptr.as_ref().vtable.drop_future)(self.ptr.cast());
+            }
+            finish(self.ptr, true);
+        }
+    }
+}
+
+/// Completes the task (`closed`: without output), hands the output to its
+/// owner, and gives up the runnable's reference.
+///
+/// # Safety
+/// Only the holder of the runnable, once the future is dropped and, unless
+/// `closed`, the output is stored.
+unsafe fn finish<M>(ptr: NonNull<Header<M>>, closed: bool) {
+    // SAFETY: the runnable's reference keeps the cell allocated.
+    let header = unsafe { ptr.as_ref() };
+    let prev = header.state.complete(closed);
+    if !prev.has(HANDLE) {
+        // Detached: the output is the runner's (the handle's drop saw the
+        // task incomplete, so it left the output to us).
+        if !closed {
+            // Gives up the reference even if the output's destructor
+            // panics, which then unwinds out of `run`.
+            let release_ref = ReleaseOnDrop(ptr);
+            // SAFETY: the output is live and ours.
+            unsafe { (header.vtable.drop_output)(ptr.cast()) };
+            drop(release_ref);
+            return;
+        }
+    } else if prev.has(AWAITER) {
+        // The handle left its waker in the slot and, with `AWAITER` set,
+        // does not touch it; after `COMPLETE` it never will. It is dropped
+        // with the cell.
+        header.awaiter.with(|waker| {
+            // SAFETY: see above: only reads happen now.
+            if let Some(waker) = unsafe { &*waker } {
+                waker.wake_by_ref();
+            }
+        });
+    }
+    // SAFETY: the runnable's reference, given up once.
+    unsafe { release(ptr) };
+}
+
+/// Gives up a reference (see [`release`]) when dropped, also while
+/// unwinding from a destructor of the output.
+pub(crate) struct ReleaseOnDrop<M>(pub(crate) NonNull<Header<M>>);
+
+impl<M> Drop for ReleaseOnDrop<M> {
+    fn drop(&mut self) {
+        // SAFETY: whoever made this guard gave it its reference, and does
+        // not use the cell after dropping it.
+        unsafe { release(self.0) }
+    }
+}
+
+/// Gives up a reference, freeing the cell if it was the last.
+///
+/// # Safety
+/// The caller holds a reference, and does not use the cell afterwards.
+pub(crate) unsafe fn release<M>(ptr: NonNull<Header<M>>) {
+    // SAFETY: the caller's reference keeps the cell allocated until now.
+    let header = unsafe { ptr.as_ref() };
+    if header.state.ref_dec() {
+        // SAFETY: that was the last reference.
+        unsafe { (header.vtable.dealloc)(ptr.cast()) };
+    }
+}
+
+impl<M> Drop for Runnable<M> {
+    fn drop(&mut self) {
+        // A runnable dropped without running (a scheduler dropped with tasks
+        // queued): the future is dropped here and the task completes
+        // without output, also if the future's destructor panics.
+        drop(Unwinding {
+            ptr: self.ptr,
+            future_live: true,
+        });
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    extern crate std;
+
+    use alloc::sync::Arc;
+    use alloc::vec::Vec;
+    use core::cell::RefCell;
+    use core::future::{pending, Future};
+    use core::pin::pin;
+    use core::sync::atomic::{AtomicUsize, Ordering};
+    use core::task::{Context, Poll, Waker};
+    use std::panic::{catch_unwind, AssertUnwindSafe};
+
+    use super::{spawn, Runnable, Schedule};
+
+    std::thread_local!(static QUEUE: RefCell<Vec<Runnable<Meta>>> = const { RefCell::new(Vec::new()) });
+
+    /// Counts its cell's frees.
+    struct Meta(Arc<AtomicUsize>);
+
+    impl Drop for Meta {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    impl Schedule for Meta {
+        fn schedule(runnable: Runnable<Self>) {
+            QUEUE.with(|q| q.borrow_mut().push(runnable));
+        }
+    }
+
+    /// Counts its drops; panics in its destructor when told to.
+    struct Counted(Arc<AtomicUsize>, bool);
+
+    impl Drop for Counted {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::Relaxed);
+            if self.1 {
+                panic!("dropped");
+            }
+        }
+    }
+
+    fn poll_once<F: Future>(f: F) -> Poll<F::Output> {
+        pin!(f).poll(&mut Context::from_waker(Waker::noop()))
+    }
+
+    #[test]
+    fn a_panicking_poll_completes_the_task_without_output() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let held = Counted(drops.clone(), false);
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), move |_| async move {
+            let _held = held;
+            panic!("in poll");
+        });
+        assert!(catch_unwind(AssertUnwindSafe(|| runnable.run())).is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "the future is dropped");
+        assert!(handle.is_finished());
+        assert_eq!(poll_once(&mut handle), Poll::Ready(None::<()>));
+        drop(handle);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_runnable_dropped_unrun_drops_the_future() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let held = Counted(drops.clone(), false);
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), move |_| async move {
+            let _held = held;
+            pending::<()>().await;
+        });
+        let waker = runnable.waker();
+        drop(runnable);
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert_eq!(poll_once(&mut handle), Poll::Ready(None));
+        // A wake of the complete task queues nothing.
+        waker.wake_by_ref();
+        assert!(QUEUE.with(|q| q.borrow().is_empty()));
+        drop(handle);
+        assert_eq!(freed.load(Ordering::Relaxed), 0, "the waker holds it");
+        drop(waker);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn a_detached_output_that_panics_when_dropped_still_frees_the_cell() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let output = Counted(drops.clone(), true);
+        let (runnable, handle) = spawn(Meta(freed.clone()), move |_| async move { output });
+        drop(handle);
+        assert!(catch_unwind(AssertUnwindSafe(|| runnable.run())).is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+
+    /// Waking through a clone (`wake`, by value) is another path than
+    /// `wake_by_ref`: the test takes both on purpose.
+    #[test]
+    #[allow(clippy::waker_clone_wake)]
+    fn a_wake_during_the_poll_requeues_once_after_it() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let p = polls.clone();
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), move |_| {
+            core::future::poll_fn(move |cx| {
+                if p.fetch_add(1, Ordering::Relaxed) == 0 {
+                    cx.waker().wake_by_ref();
+                    cx.waker().wake_by_ref();
+                    cx.waker().clone().wake();
+                    assert!(
+                        QUEUE.with(|q| q.borrow().is_empty()),
+                        "queued during its poll"
+                    );
+                    Poll::Pending
+                } else {
+                    Poll::Ready(7)
+                }
+            })
+        });
+        runnable.run();
+        let next = QUEUE.with(|q| core::mem::take(&mut *q.borrow_mut()));
+        assert_eq!(next.len(), 1);
+        next.into_iter().for_each(Runnable::run);
+        assert_eq!(polls.load(Ordering::Relaxed), 2);
+        assert_eq!(poll_once(&mut handle), Poll::Ready(Some(7)));
+        drop(handle);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+}
