@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::future::Future;
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -13,9 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use fairlane::io::IoBackend;
-use fairlane::net::{TcpListener, TcpStream, UdpSocket};
+use fairlane::net::{TcpListener, UdpSocket};
 
 use common::backend_runtime as runtime;
+use common::{at_once, drop_after_completion, pair};
 
 common::on_both_backends!(
     reads_dropped_by_timeouts_lose_no_byte,
@@ -189,14 +189,6 @@ fn datagram_reads_dropped_by_timeouts_lose_no_datagram(backend: IoBackend) {
     assert!(dropped > 0, "no receive was dropped");
 }
 
-/// A connected pair: a fairlane stream and the std peer it talks to.
-async fn pair() -> (TcpStream, std::net::TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (stream, _) = listener.accept().await.unwrap();
-    (stream, peer)
-}
-
 fn a_dropped_write_leaves_no_hole(backend: IoBackend) {
     // Heavy: one scenario of this binary at a time.
     let _serial = common::serial();
@@ -259,29 +251,6 @@ fn dropping_a_stream_cancels_its_dropped_writes(backend: IoBackend) {
     let _ = peer.read_to_end(&mut sink);
     assert!(sink.iter().all(|&b| b == 7));
     drop(rt);
-}
-
-/// Polls `read` once; if it is not ready, lets its processor submit it and
-/// reap its completion (the task sleeps meanwhile, so nobody looks), then
-/// drops it. Returns its output if the first poll had it.
-async fn drop_after_completion<F: Future>(read: F) -> Option<F::Output> {
-    let mut read = std::pin::pin!(read);
-    let first = futures_lite::future::poll_once(&mut read).await;
-    if first.is_none() {
-        // The peer's data, end or reset is already there: the kernel
-        // completes the read as soon as the processor submits it, before
-        // this sleep ends.
-        fairlane::time::sleep(Duration::from_millis(50)).await;
-    }
-    first
-}
-
-/// The next read after a dropped one: its outcome must be there at once
-/// (carried), not waiting for a new submission.
-async fn at_once<F: Future>(read: F) -> F::Output {
-    futures_lite::future::poll_once(read)
-        .await
-        .expect("the dropped read's outcome was not handed to the next read")
 }
 
 fn a_dropped_read_hands_on_the_end_of_the_stream(backend: IoBackend) {

@@ -5,12 +5,12 @@
 
 mod common;
 
-use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
 
+use common::{drop_after_completion, drop_after_delivery, pair};
 use fairlane::io::IoBackend;
-use fairlane::net::{TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream};
+use fairlane::net::{TcpStream, UdpSocket, UnixListener, UnixStream};
 use futures_lite::future::poll_once;
 
 common::on_both_backends!(
@@ -25,14 +25,6 @@ common::on_both_backends!(
     empty_reads_return_at_once,
     udp_peek_from_leaves_the_datagram,
 );
-
-/// A connected pair: a fairlane stream and the std peer it talks to.
-async fn pair() -> (TcpStream, std::net::TcpStream) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
-    let (stream, _) = listener.accept().await.unwrap();
-    (stream, peer)
-}
 
 /// Reads with `readable` + `try_read` until `want` bytes came (or the end).
 async fn read_n(s: &TcpStream, want: usize) -> Vec<u8> {
@@ -201,32 +193,6 @@ fn udp_connect_send_recv_and_try_calls(backend: IoBackend) {
         };
         assert_eq!((&buf[..n], from), (&b"three"[..], c.local_addr().unwrap()));
     });
-}
-
-/// Polls `read` once; if it is not ready, lets its processor submit it and
-/// reap its completion (the task sleeps meanwhile, so nobody looks), then
-/// drops it. Returns its output if the first poll had it.
-async fn drop_after_completion<F: Future>(read: F) -> Option<F::Output> {
-    let mut read = std::pin::pin!(read);
-    let first = poll_once(&mut read).await;
-    if first.is_none() {
-        fairlane::time::sleep(Duration::from_millis(50)).await;
-    }
-    first
-}
-
-/// Polls `read` once while nothing has arrived (with io_uring this
-/// submits it), lets the processor hand it to the kernel, `deliver`s its
-/// data, lets the processor reap the completion (the task sleeps, so
-/// nobody looks), then drops it: with io_uring the read's outcome is
-/// carried (or, if the drop came first, still in flight); with the
-/// fallback backend nothing was read.
-async fn drop_after_delivery<F: Future>(read: F, deliver: impl FnOnce()) {
-    let mut read = std::pin::pin!(read);
-    assert!(poll_once(&mut read).await.is_none(), "nothing was sent yet");
-    fairlane::time::sleep(Duration::from_millis(20)).await;
-    deliver();
-    fairlane::time::sleep(Duration::from_millis(50)).await;
 }
 
 /// Rounds of the carried-data scenarios.

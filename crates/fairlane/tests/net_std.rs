@@ -5,14 +5,13 @@
 
 mod common;
 
-use std::future::Future;
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::time::Duration;
 
+use common::drop_after_delivery;
 use fairlane::io::IoBackend;
 use fairlane::net::{IntoStdError, TcpListener, TcpStream, UdpSocket, UnixListener, UnixStream};
-use futures_lite::future::poll_once;
 use futures_lite::AsyncReadExt;
 
 common::on_both_backends!(
@@ -118,19 +117,6 @@ fn unix_round_trip_through_std(backend: IoBackend) {
         drop(a.into_std().unwrap());
     });
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-/// Polls `read` once while nothing has arrived (with io_uring this
-/// submits it), lets the processor hand it to the kernel, `deliver`s its
-/// data, lets the processor reap the completion, then drops it: with
-/// io_uring the read's outcome is carried (or still in flight); with the
-/// fallback backend nothing was read.
-async fn drop_after_delivery<F: Future>(read: F, deliver: impl FnOnce()) {
-    let mut read = std::pin::pin!(read);
-    assert!(poll_once(&mut read).await.is_none(), "nothing was sent yet");
-    fairlane::time::sleep(Duration::from_millis(20)).await;
-    deliver();
-    fairlane::time::sleep(Duration::from_millis(50)).await;
 }
 
 /// A read dropped after the kernel gave it bytes: with io_uring they wait

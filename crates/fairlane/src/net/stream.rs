@@ -215,11 +215,32 @@ macro_rules! impl_async_read {
 }
 
 /// Implements `futures_io::AsyncWrite` (and, with the `tokio-io` and
-/// `hyper` features, tokio's `AsyncWrite` and hyper's `Write`) for a type with fields `sock: Arc<Socket>` and
-/// `compat: Compat`.
+/// `hyper` features, tokio's `AsyncWrite` and hyper's `Write`) for a type
+/// with fields `sock: Arc<Socket>` and `compat: Compat`.
 macro_rules! impl_async_write {
     ($t:ty) => {
-        impl futures_io::AsyncWrite for $t {
+        $crate::net::stream::impl_write_trait!($t, futures_io::AsyncWrite, poll_close);
+        $crate::net::stream::impl_write_trait!(
+            #[cfg(feature = "tokio-io")]
+            $t,
+            tokio::io::AsyncWrite,
+            poll_shutdown
+        );
+        $crate::net::stream::impl_write_trait!(
+            #[cfg(feature = "hyper")]
+            $t,
+            hyper::rt::Write,
+            poll_shutdown
+        );
+    };
+}
+
+/// One write trait (the three share their shape; `$close` is the name of
+/// their shutdown method) for [`impl_async_write`].
+macro_rules! impl_write_trait {
+    ($(#[$attr:meta])* $t:ty, $trait:path, $close:ident) => {
+        $(#[$attr])*
+        impl $trait for $t {
             fn poll_write(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
@@ -236,61 +257,7 @@ macro_rules! impl_async_write {
                 self.get_mut().compat.poll_flush(cx)
             }
 
-            fn poll_close(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.compat.poll_close(&this.sock, cx)
-            }
-        }
-
-        #[cfg(feature = "tokio-io")]
-        impl tokio::io::AsyncWrite for $t {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.compat.poll_write(&this.sock, cx, buf)
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                self.get_mut().compat.poll_flush(cx)
-            }
-
-            fn poll_shutdown(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                let this = self.get_mut();
-                this.compat.poll_close(&this.sock, cx)
-            }
-        }
-
-        #[cfg(feature = "hyper")]
-        impl hyper::rt::Write for $t {
-            fn poll_write(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-                buf: &[u8],
-            ) -> std::task::Poll<std::io::Result<usize>> {
-                let this = self.get_mut();
-                this.compat.poll_write(&this.sock, cx, buf)
-            }
-
-            fn poll_flush(
-                self: std::pin::Pin<&mut Self>,
-                cx: &mut std::task::Context<'_>,
-            ) -> std::task::Poll<std::io::Result<()>> {
-                self.get_mut().compat.poll_flush(cx)
-            }
-
-            fn poll_shutdown(
+            fn $close(
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
@@ -309,4 +276,4 @@ macro_rules! impl_async_io {
     };
 }
 
-pub(crate) use {impl_async_io, impl_async_read, impl_async_write};
+pub(crate) use {impl_async_io, impl_async_read, impl_async_write, impl_write_trait};

@@ -355,3 +355,56 @@ pub fn assert_idle_for_a_second(rt: &fairlane::Runtime, what: &str) {
         "{what}: idle runtime used {used:?} of CPU in {wall:?}"
     );
 }
+
+/// A connected pair: a fairlane stream and the std peer it talks to.
+pub async fn pair() -> (fairlane::net::TcpStream, std::net::TcpStream) {
+    let listener = fairlane::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (stream, _) = listener.accept().await.unwrap();
+    (stream, peer)
+}
+
+/// Polls `read` once; if it is not ready, lets its processor submit it and
+/// reap its completion (the task sleeps meanwhile, so nobody looks), then
+/// drops it. Returns its output if the first poll had it. The peer's data,
+/// end or reset must already be there: the kernel completes the read as
+/// soon as the processor submits it, before the sleep ends.
+pub async fn drop_after_completion<F: Future>(read: F) -> Option<F::Output> {
+    let mut read = std::pin::pin!(read);
+    let first = futures_lite::future::poll_once(&mut read).await;
+    if first.is_none() {
+        sleep_ms(50).await;
+    }
+    first
+}
+
+/// Polls `read` once while nothing has arrived (with io_uring this submits
+/// it), lets the processor hand it to the kernel, `deliver`s its data, lets
+/// the processor reap the completion (the task sleeps, so nobody looks),
+/// then drops it: with io_uring the read's outcome is carried (or, if the
+/// drop came first, still in flight); with the fallback backend nothing was
+/// read.
+pub async fn drop_after_delivery<F: Future>(read: F, deliver: impl FnOnce()) {
+    let mut read = std::pin::pin!(read);
+    assert!(
+        futures_lite::future::poll_once(&mut read).await.is_none(),
+        "nothing was sent yet"
+    );
+    sleep_ms(20).await;
+    deliver();
+    sleep_ms(50).await;
+}
+
+/// The next read after a dropped one: its outcome must be there at once
+/// (carried), not waiting for a new submission.
+pub async fn at_once<F: Future>(read: F) -> F::Output {
+    futures_lite::future::poll_once(read)
+        .await
+        .expect("the dropped read's outcome was not handed to the next read")
+}
+
+async fn sleep_ms(ms: u64) {
+    fairlane::time::sleep(Duration::from_millis(ms)).await;
+}
