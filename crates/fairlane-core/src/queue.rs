@@ -162,6 +162,32 @@ fn below(r: u64, n: usize) -> usize {
     ((u64::from(r as u32) * n as u64) >> 32) as usize
 }
 
+/// A lane offset within a processor of `normal` normal lanes: its high or
+/// low lane one time in 16 each, a normal lane otherwise. Most programs use
+/// no priorities, and a draw that lands on an empty class lane is a wasted
+/// help check; the class lanes are still drawn often enough that a
+/// processor stuck in a task that never yields has them helped too (and
+/// steals, by processors with no work, scan every lane). The class comes
+/// from the low bits of `r`, the normal lane from the high ones (see
+/// `below`).
+#[inline]
+fn lane_offset(r: u32, normal: usize) -> usize {
+    match r & 15 {
+        0 => normal,
+        1 => normal + 1,
+        _ => below(u64::from(r), normal),
+    }
+}
+
+/// A help draw among `near` processors sharing the cache: which of them
+/// (from the high bits of `r`'s low word) and which of its lanes (from its
+/// high word). The two come from disjoint bits, so that every class lane
+/// of every nearby processor can be drawn.
+#[inline]
+fn near_draw(r: u64, near: usize, normal: usize) -> (usize, usize) {
+    (below(r, near), lane_offset((r >> 32) as u32, normal))
+}
+
 /// A ready queue identity never handed out before in this process.
 fn next_identity() -> u64 {
     // `core`'s atomic, also under loom: a counter that only has to hand out
@@ -642,11 +668,12 @@ impl<T> ReadyQueue<T> {
         if near.is_empty() || r & 15 == 0 || near.len() + 1 == self.capacity() {
             return self.random_foreign_lane(p);
         }
-        let other = near[below(r >> 4, near.len())];
+        let (i, offset) = near_draw(r, near.len(), self.lanes_per_processor);
+        let other = near[i];
         if !self.is_active(other) {
             return self.random_foreign_lane(p);
         }
-        other * self.stride + self.random_lane_offset((r >> 32) as u32)
+        other * self.stride + offset
     }
 
     /// A random shared lane of another active processor (see
@@ -664,23 +691,10 @@ impl<T> ReadyQueue<T> {
         other * self.stride + self.random_lane_offset((r >> 16) as u32)
     }
 
-    /// A lane offset within a processor: its high or low lane one time in 16
-    /// each, a normal lane otherwise. Most programs use no priorities, and a
-    /// draw that lands on an empty class lane is a wasted help check; the
-    /// class lanes are still drawn often enough that a processor stuck in a
-    /// task that never yields has them helped too (and steals, by processors
-    /// with no work, scan every lane).
+    /// A lane offset within a processor (see [`lane_offset`]).
     #[inline]
-    ///
-    /// The class comes from the low bits of `r`, the normal lane from the
-    /// high ones (see `below`).
     fn random_lane_offset(&self, r: u32) -> usize {
-        let normal = self.lanes_per_processor;
-        match r & 15 {
-            0 => normal,
-            1 => normal + 1,
-            _ => below(u64::from(r), normal),
-        }
+        lane_offset(r, self.lanes_per_processor)
     }
 
     /// The slow path: a few random single-lane try-pops on other processors,
@@ -866,6 +880,31 @@ mod tests {
         let c = Countdown::default();
         let pattern: Vec<bool> = (0..6).map(|_| c.tick(3)).collect();
         assert_eq!(pattern, [true, false, false, true, false, false]);
+    }
+
+    #[test]
+    fn help_draws_reach_every_lane_of_every_nearby_processor() {
+        // With the processor index and the lane class drawn from shared
+        // bits, a class lane was only ever drawn on the first nearby
+        // processor.
+        let (near, normal) = (3, 2);
+        let mut seen = alloc::vec![[0usize; 4]; near];
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..100_000 {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            let (i, offset) = near_draw(x.wrapping_mul(0x2545_f491_4f6c_dd1d), near, normal);
+            seen[i][offset] += 1;
+        }
+        for (i, lanes) in seen.iter().enumerate() {
+            for (lane, &n) in lanes.iter().enumerate() {
+                assert!(
+                    n > 0,
+                    "lane {lane} of nearby processor {i} never drawn: {seen:?}"
+                );
+            }
+        }
     }
 
     #[test]
