@@ -83,7 +83,7 @@ struct Registration<H: Host> {
     /// shard's slab above them (51 bits: more than any slab can hold, also
     /// where `usize` has 32); [`UNREGISTERED`] until the entry exists. One
     /// word on 64-bit targets, so that the metadata (with the cell's
-    /// header) fits the 128 bytes before the future.
+    /// header) fits in 128 bytes.
     entry: u64,
 }
 
@@ -1055,12 +1055,12 @@ impl<H: Host> Future for TasksFinished<H> {
 
 /// The future a task actually runs: the user's future, cut short by abort.
 ///
-/// Aligned to 128 bytes (two cache lines, the unit adjacent-line prefetchers
-/// fetch): the cell is one allocation whose alignment is that of its
-/// largest-aligned part, so this gives every task cache lines of its own. Without it the header of one task (written by every wake and
-/// poll) can share a line with the end of another task's future, polled on
-/// another processor.
-#[repr(align(128))]
+/// Not over-aligned: a task's allocation is its header and this, rounded
+/// up by the allocator, not whole cache lines. A task's header may then
+/// share a line with a neighbouring allocation (another task's future,
+/// polled on another processor); padding every task to two lines against
+/// that cost more memory and, with the allocator's aligned path, more per
+/// spawn than it saved (BENCHMARKS.md, "Task cell alignment").
 struct Supervised<F, H: Host> {
     future: F,
     slot: RegistrySlot<H>,
@@ -1210,9 +1210,9 @@ impl AbortHandle {
 #[cfg(test)]
 mod tests {
     /// The cell puts its header (the state word, the vtable pointer, the
-    /// join handle's waker and the metadata) before the future, which is
-    /// aligned to 128 bytes (`Supervised`): a header over 128 bytes pushes
-    /// every task from 256 bytes to 384.
+    /// join handle's waker and the metadata) before the future: it stays
+    /// within two cache lines, so that a task with a small future takes
+    /// less than the 256 bytes of a cell padded to 128.
     #[test]
     fn task_metadata_fits_before_the_future() {
         struct H;
