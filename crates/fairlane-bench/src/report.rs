@@ -88,7 +88,10 @@ impl Row {
 
     /// Whether ratios make sense (a cost, not a descriptive share).
     pub fn is_cost(&self) -> bool {
-        !matches!(self.metric.as_str(), "blocked" | "moved" | "req/s" | "ops/s")
+        !matches!(
+            self.metric.as_str(),
+            "blocked" | "moved" | "req/s" | "ops/s"
+        )
     }
 
     /// How many times better fairlane is than `peer` on this row, as text.

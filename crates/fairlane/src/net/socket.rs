@@ -19,6 +19,7 @@ use io_uring::{opcode, types};
 use crate::io::carry::{Carry, Keep, Received};
 use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
+use crate::io::unix::readiness;
 use crate::io::uring::{self, Op};
 use crate::io::{IoBackend, IoBuf, IoBufMut};
 
@@ -777,29 +778,12 @@ impl Socket {
     /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
     /// (or an error or hang-up) is set on the socket.
     async fn poll_add(&self, events: libc::c_short) -> io::Result<()> {
-        let fd = self.raw();
-        let op = Op::submit(&self.driver, (), false, |_| {
-            opcode::PollAdd::new(types::Fd(fd), events as u16 as u32).build()
-        })
-        .map_err(|(e, _)| e)?;
-        op.await.0.map(drop)
+        readiness::poll_add(&self.driver, self.raw(), events).await
     }
 
     /// Waits until the socket is ready for `dir`, without doing any I/O.
     async fn ready(&self, dir: Direction) -> io::Result<()> {
-        let events = match dir {
-            Direction::Read => libc::POLLIN,
-            Direction::Write => libc::POLLOUT,
-        };
-        if self.uring() {
-            self.driver.check_live()?;
-            self.poll_add(events).await
-        } else {
-            let fd = self.raw();
-            // Edge-triggered: each attempt asks the socket itself (`poll`
-            // with no wait), and `io` waits only for an edge after it.
-            self.reg().io(dir, || ready_now(fd, events)).await
-        }
+        readiness::wait(&self.driver, self.reg.as_ref(), self.raw(), dir).await
     }
 
     /// Waits until a read would not block: data, the end of the stream or
@@ -1016,23 +1000,6 @@ fn not_ip() -> io::Error {
     )
 }
 
-/// `Ok` if one of `events` (or an error or hang-up) is set on `fd` now,
-/// else `WouldBlock` (`poll` with no wait).
-fn ready_now(fd: RawFd, events: libc::c_short) -> io::Result<()> {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one live `pollfd`, no wait.
-    let n = cvt(unsafe { libc::poll(&mut p, 1, 0) })?;
-    if n > 0 && p.revents != 0 {
-        Ok(())
-    } else {
-        Err(io::ErrorKind::WouldBlock.into())
-    }
-}
-
 /// Reads and clears the socket's pending error (`SO_ERROR`).
 pub(crate) fn take_error(fd: RawFd) -> io::Result<Option<io::Error>> {
     let mut err: libc::c_int = 0;
@@ -1050,7 +1017,7 @@ pub(crate) fn take_error(fd: RawFd) -> io::Result<Option<io::Error>> {
     Ok((err != 0).then(|| io::Error::from_raw_os_error(err)))
 }
 
-fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
+pub(crate) fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
     // SAFETY: fcntl on our own descriptor, no pointers.
     let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
     let new = if on {
