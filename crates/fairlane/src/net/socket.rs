@@ -151,8 +151,15 @@ impl SockAddrBuf {
         let path: &[u8] = unsafe { std::slice::from_raw_parts(sun.sun_path.as_ptr().cast(), len) };
         match path.first() {
             // Unnamed: std gives no constructor, but an unbound socket's
-            // own address is one.
-            None => std::os::unix::net::UnixDatagram::unbound()?.local_addr(),
+            // own address is one (made once).
+            None => {
+                static UNNAMED: std::sync::OnceLock<UnixAddr> = std::sync::OnceLock::new();
+                if let Some(a) = UNNAMED.get() {
+                    return Ok(a.clone());
+                }
+                let a = std::os::unix::net::UnixDatagram::unbound()?.local_addr()?;
+                Ok(UNNAMED.get_or_init(|| a).clone())
+            }
             Some(0) => UnixAddr::from_abstract_name(&path[1..]),
             Some(_) => {
                 let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
