@@ -19,6 +19,7 @@ common::on_both_backends!(
     eventfd_readiness_from_another_task,
     dropping_a_pending_wait_is_fine,
     a_blocking_descriptor_is_refused,
+    mut_guards_give_mutable_access,
 );
 
 /// A pipe (read end, write end) with `flags` on both.
@@ -212,4 +213,35 @@ fn a_blocking_descriptor_is_refused(backend: IoBackend) {
         err.to_string().contains("inside a fairlane runtime"),
         "{err}"
     );
+}
+
+fn mut_guards_give_mutable_access(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (r, w) = pipe(libc::O_NONBLOCK);
+        let mut rfd = AsyncFd::new(r).unwrap();
+        let mut wfd = AsyncFd::new(w).unwrap();
+        {
+            let mut readable = std::pin::pin!(rfd.readable_mut());
+            assert!(
+                poll_once(&mut readable).await.is_none(),
+                "nothing written yet"
+            );
+        }
+        let mut guard = wfd.writable_mut().await.unwrap();
+        let n = guard
+            .try_io(|f| f.get_mut().write(b"mut"))
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 3);
+        let mut buf = [0u8; 8];
+        let mut guard = rfd.readable_mut().await.unwrap();
+        let n = guard
+            .try_io(|f| f.get_mut().read(&mut buf))
+            .unwrap()
+            .unwrap();
+        assert_eq!(&buf[..n], b"mut");
+        assert!(guard.try_io(|f| f.get_mut().read(&mut buf)).is_err());
+        assert!(!guard.is_ready());
+    });
 }

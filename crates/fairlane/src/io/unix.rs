@@ -95,6 +95,61 @@ pub(crate) mod readiness {
     }
 }
 
+/// The readiness methods both guards have: `clear_ready`, `retain_ready`,
+/// `is_ready` (examples on `$guard` from `AsyncFd::$wait`).
+macro_rules! readiness_methods {
+    ($guard:ident, $wait:ident) => {
+        /// Records that the descriptor is no longer ready (the I/O returned
+        /// `WouldBlock`): the next wait waits for new readiness. fairlane
+        /// caches no readiness (each wait asks the descriptor), so clearing
+        /// is never needed for correctness; it keeps tokio's loop shape
+        /// working.
+        ///
+        /// # Example
+        /// ```
+        #[doc = concat!(
+            "async fn f(fd: &mut fairlane::io::unix::AsyncFd<std::fs::File>) -> std::io::Result<()> {\n",
+            "    let mut guard = fd.", stringify!($wait), "().await?;\n",
+            "    guard.clear_ready();\n",
+            "    assert!(!guard.is_ready());\n",
+            "    Ok(())\n",
+            "}"
+        )]
+        /// ```
+        pub fn clear_ready(&mut self) {
+            self.ready = false;
+        }
+
+        /// Keeps the readiness (dropping the guard does the same).
+        ///
+        /// # Example
+        /// ```
+        #[doc = concat!(
+            "fn f(guard: fairlane::io::unix::", stringify!($guard), "<'_, std::fs::File>) {\n",
+            "    guard.retain_ready();\n",
+            "}"
+        )]
+        /// ```
+        pub fn retain_ready(self) {}
+
+        /// Whether the guard still holds readiness: true until
+        /// [`clear_ready`](Self::clear_ready) or a `try_io` that would block.
+        ///
+        /// # Example
+        /// See [`clear_ready`](Self::clear_ready).
+        /// ```
+        #[doc = concat!(
+            "fn f(guard: &fairlane::io::unix::", stringify!($guard), "<'_, std::fs::File>) -> bool {\n",
+            "    guard.is_ready()\n",
+            "}"
+        )]
+        /// ```
+        pub fn is_ready(&self) -> bool {
+            self.ready
+        }
+    };
+}
+
 /// A non-blocking descriptor `T` whose readiness the runtime reports, as
 /// tokio's `AsyncFd`: wait with [`readable`](Self::readable) or
 /// [`writable`](Self::writable), then do the I/O yourself through the
@@ -285,6 +340,62 @@ impl<T: AsRawFd> AsyncFd<T> {
     pub async fn writable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
         self.ready(Direction::Write).await
     }
+
+    /// As [`readable`](Self::readable), with a guard whose
+    /// [`try_io`](AsyncFdReadyMutGuard::try_io) gets `&mut AsyncFd`, for
+    /// types whose I/O needs `&mut` (as tokio's `readable_mut`).
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::{Read, Write};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, mut b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let mut fd = fairlane::io::unix::AsyncFd::new(a)?;
+    /// b.write_all(b"x")?;
+    /// let mut buf = [0u8; 4];
+    /// let n = loop {
+    ///     let mut guard = fd.readable_mut().await?;
+    ///     if let Ok(r) = guard.try_io(|inner| inner.get_mut().read(&mut buf)) {
+    ///         break r?;
+    ///     }
+    /// };
+    /// assert_eq!(n, 1);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn readable_mut(&mut self) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
+        self.ready(Direction::Read).await?;
+        Ok(AsyncFdReadyMutGuard {
+            async_fd: self,
+            ready: true,
+        })
+    }
+
+    /// As [`writable`](Self::writable), with a guard that gets
+    /// `&mut AsyncFd` (as tokio's `writable_mut`).
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let mut fd = fairlane::io::unix::AsyncFd::new(a)?;
+    /// let mut guard = fd.writable_mut().await?;
+    /// assert_eq!(guard.try_io(|inner| inner.get_mut().write(b"x")).expect("writable")?, 1);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn writable_mut(&mut self) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
+        self.ready(Direction::Write).await?;
+        Ok(AsyncFdReadyMutGuard {
+            async_fd: self,
+            ready: true,
+        })
+    }
 }
 
 impl<T: AsRawFd> AsRawFd for AsyncFd<T> {
@@ -318,47 +429,7 @@ pub struct AsyncFdReadyGuard<'a, T: AsRawFd> {
 }
 
 impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
-    /// Records that the descriptor is no longer ready (the I/O returned
-    /// `WouldBlock`): the next wait waits for new readiness. fairlane
-    /// caches no readiness (each wait asks the descriptor), so clearing is
-    /// never needed for correctness; it keeps tokio's loop shape working.
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(fd: &fairlane::io::unix::AsyncFd<std::fs::File>) -> std::io::Result<()> {
-    ///     let mut guard = fd.readable().await?;
-    ///     guard.clear_ready();
-    ///     assert!(!guard.is_ready());
-    ///     Ok(())
-    /// }
-    /// ```
-    pub fn clear_ready(&mut self) {
-        self.ready = false;
-    }
-
-    /// Keeps the readiness (dropping the guard does the same).
-    ///
-    /// # Example
-    /// ```
-    /// fn f(guard: fairlane::io::unix::AsyncFdReadyGuard<'_, std::fs::File>) {
-    ///     guard.retain_ready();
-    /// }
-    /// ```
-    pub fn retain_ready(self) {}
-
-    /// Whether the guard still holds readiness: true until
-    /// [`clear_ready`](Self::clear_ready) or a `try_io` that would block.
-    ///
-    /// # Example
-    /// See [`clear_ready`](Self::clear_ready).
-    /// ```
-    /// fn f(guard: &fairlane::io::unix::AsyncFdReadyGuard<'_, std::fs::File>) -> bool {
-    ///     guard.is_ready()
-    /// }
-    /// ```
-    pub fn is_ready(&self) -> bool {
-        self.ready
-    }
+    readiness_methods!(AsyncFdReadyGuard, readable);
 
     /// Runs the I/O `f`: its result, or, if it returned `WouldBlock`,
     /// [`TryIoError`] with the readiness cleared (wait again).
@@ -383,13 +454,7 @@ impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
         &mut self,
         f: impl FnOnce(&'a AsyncFd<T>) -> io::Result<R>,
     ) -> Result<io::Result<R>, TryIoError> {
-        match f(self.async_fd) {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                self.clear_ready();
-                Err(TryIoError(()))
-            }
-            result => Ok(result),
-        }
+        settle(&mut self.ready, f(self.async_fd))
     }
 
     /// The [`AsyncFd`] this guard is for.
@@ -424,6 +489,92 @@ impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFdReadyGuard<'_, T> {
             .field("async_fd", self.async_fd)
             .field("ready", &self.ready)
             .finish()
+    }
+}
+
+/// The readiness that [`AsyncFd::readable_mut`] or
+/// [`AsyncFd::writable_mut`] reported; as [`AsyncFdReadyGuard`], with
+/// `&mut` access.
+///
+/// # Example
+/// See [`AsyncFd::readable_mut`].
+/// ```
+/// fn done(guard: &mut fairlane::io::unix::AsyncFdReadyMutGuard<'_, std::fs::File>) {
+///     guard.clear_ready();
+/// }
+/// ```
+pub struct AsyncFdReadyMutGuard<'a, T: AsRawFd> {
+    async_fd: &'a mut AsyncFd<T>,
+    ready: bool,
+}
+
+impl<T: AsRawFd> AsyncFdReadyMutGuard<'_, T> {
+    readiness_methods!(AsyncFdReadyMutGuard, readable_mut);
+
+    /// Runs the I/O `f` on `&mut AsyncFd`: its result, or, if it returned
+    /// `WouldBlock`, [`TryIoError`] with the readiness cleared.
+    ///
+    /// # Example
+    /// See [`AsyncFd::readable_mut`].
+    /// ```
+    /// use std::io::Write;
+    /// fn f(guard: &mut fairlane::io::unix::AsyncFdReadyMutGuard<'_, std::fs::File>) -> bool {
+    ///     guard.try_io(|inner| inner.get_mut().write(b"x")).is_ok()
+    /// }
+    /// ```
+    pub fn try_io<R>(
+        &mut self,
+        f: impl FnOnce(&mut AsyncFd<T>) -> io::Result<R>,
+    ) -> Result<io::Result<R>, TryIoError> {
+        settle(&mut self.ready, f(self.async_fd))
+    }
+
+    /// The [`AsyncFd`] this guard is for.
+    ///
+    /// # Example
+    /// ```
+    /// use std::os::fd::AsRawFd;
+    /// fn fd(guard: &fairlane::io::unix::AsyncFdReadyMutGuard<'_, std::fs::File>) -> i32 {
+    ///     guard.get_ref().as_raw_fd()
+    /// }
+    /// ```
+    pub fn get_ref(&self) -> &AsyncFd<T> {
+        self.async_fd
+    }
+
+    /// The [`AsyncFd`] this guard is for, mutably.
+    ///
+    /// # Example
+    /// ```
+    /// fn file<'g>(
+    ///     guard: &'g mut fairlane::io::unix::AsyncFdReadyMutGuard<'_, std::fs::File>,
+    /// ) -> &'g mut std::fs::File {
+    ///     guard.get_mut().get_mut()
+    /// }
+    /// ```
+    pub fn get_mut(&mut self) -> &mut AsyncFd<T> {
+        self.async_fd
+    }
+}
+
+impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFdReadyMutGuard<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AsyncFdReadyMutGuard")
+            .field("async_fd", &*self.async_fd)
+            .field("ready", &self.ready)
+            .finish()
+    }
+}
+
+/// A guard's `try_io` outcome: `WouldBlock` clears the readiness and
+/// becomes [`TryIoError`].
+fn settle<R>(ready: &mut bool, result: io::Result<R>) -> Result<io::Result<R>, TryIoError> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            *ready = false;
+            Err(TryIoError(()))
+        }
+        result => Ok(result),
     }
 }
 
