@@ -34,12 +34,12 @@
 use std::collections::VecDeque;
 use std::future::poll_fn;
 use std::io;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Poll, Waker};
 
 use super::driver::Proc;
+use crate::net::socket::SockAddrBuf;
 
 /// What a dropped read's kernel completion delivered.
 pub(crate) struct Received {
@@ -48,9 +48,9 @@ pub(crate) struct Received {
     /// Bytes already handed to later reads (a stream read takes part of an
     /// entry when its buffer is smaller).
     taken: usize,
-    /// A datagram's sender (`None` for stream bytes, or an address that is
-    /// not an IP address).
-    from: Option<SocketAddr>,
+    /// A datagram's sender as the kernel wrote it (`None` for stream
+    /// bytes).
+    from: Option<SockAddrBuf>,
     /// The error the read reported instead (an `errno`); `bytes` is empty.
     error: Option<i32>,
 }
@@ -67,11 +67,11 @@ impl Received {
     }
 
     /// One datagram (possibly empty) and its sender.
-    pub(crate) fn datagram(bytes: Vec<u8>, from: Option<SocketAddr>) -> Received {
+    pub(crate) fn datagram(bytes: Vec<u8>, from: SockAddrBuf) -> Received {
         Received {
             bytes,
             taken: 0,
-            from,
+            from: Some(from),
             error: None,
         }
     }
@@ -262,7 +262,7 @@ impl Carry {
         dst: *mut u8,
         cap: usize,
         peek: bool,
-    ) -> Option<io::Result<(usize, Option<SocketAddr>)>> {
+    ) -> Option<io::Result<(usize, Option<SockAddrBuf>)>> {
         let mut st = self.lock();
         let front = st.received.front()?;
         if let Some(errno) = front.error {

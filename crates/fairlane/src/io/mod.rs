@@ -19,6 +19,7 @@ pub(crate) mod coop;
 pub(crate) mod driver;
 pub(crate) mod reactor;
 mod sleep;
+pub mod unix;
 pub(crate) mod uring;
 
 /// The atomics of `sleep`, which its loom model replaces with loom's.

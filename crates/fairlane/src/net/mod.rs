@@ -53,6 +53,7 @@ pub mod tcp;
 mod tcp_socket;
 mod udp;
 mod unix;
+mod unix_datagram;
 
 pub use self::addr::ToSocketAddrs;
 pub use self::into_std::IntoStdError;
@@ -60,3 +61,4 @@ pub use self::tcp::{TcpListener, TcpStream};
 pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixListener, UnixStream};
+pub use self::unix_datagram::UnixDatagram;

@@ -19,6 +19,7 @@ use io_uring::{opcode, types};
 use crate::io::carry::{Carry, Keep, Received};
 use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
+use crate::io::unix::readiness;
 use crate::io::uring::{self, Op};
 use crate::io::{IoBackend, IoBuf, IoBufMut};
 
@@ -50,6 +51,7 @@ fn cvt_size(r: libc::ssize_t) -> io::Result<usize> {
 
 /// A socket address in the kernel's form, boxed so that its address is
 /// stable while an operation uses it.
+#[derive(Clone, Copy)]
 pub(crate) struct SockAddrBuf {
     pub(crate) storage: libc::sockaddr_storage,
     pub(crate) len: libc::socklen_t,
@@ -126,7 +128,47 @@ impl SockAddrBuf {
         Ok(buf)
     }
 
-    pub(crate) fn to_addr(&self) -> io::Result<SocketAddr> {
+    /// A Unix-domain address: a path, an abstract name, or unnamed.
+    pub(crate) fn unix_addr(&self) -> io::Result<std::os::unix::net::SocketAddr> {
+        use std::os::linux::net::SocketAddrExt;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::net::SocketAddr as UnixAddr;
+        let header = size_of::<libc::sa_family_t>();
+        // An unnamed sender: the kernel writes no address at all.
+        let unnamed = (self.len as usize) <= header;
+        if !unnamed && i32::from(self.storage.ss_family) != libc::AF_UNIX {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "the address is not a Unix-domain address",
+            ));
+        }
+        // SAFETY: the family says the storage holds a `sockaddr_un`.
+        let sun = unsafe { &*(&self.storage as *const _ as *const libc::sockaddr_un) };
+        let len = (self.len as usize)
+            .saturating_sub(header)
+            .min(sun.sun_path.len());
+        // SAFETY: `c_char` and `u8` have the same size and layout.
+        let path: &[u8] = unsafe { std::slice::from_raw_parts(sun.sun_path.as_ptr().cast(), len) };
+        match path.first() {
+            // Unnamed: std gives no constructor, but an unbound socket's
+            // own address is one (made once).
+            None => {
+                static UNNAMED: std::sync::OnceLock<UnixAddr> = std::sync::OnceLock::new();
+                if let Some(a) = UNNAMED.get() {
+                    return Ok(a.clone());
+                }
+                let a = std::os::unix::net::UnixDatagram::unbound()?.local_addr()?;
+                Ok(UNNAMED.get_or_init(|| a).clone())
+            }
+            Some(0) => UnixAddr::from_abstract_name(&path[1..]),
+            Some(_) => {
+                let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
+                UnixAddr::from_pathname(std::ffi::OsStr::from_bytes(&path[..end]))
+            }
+        }
+    }
+
+    pub(crate) fn ip_addr(&self) -> io::Result<SocketAddr> {
         match i32::from(self.storage.ss_family) {
             libc::AF_INET => {
                 // SAFETY: the family says the storage holds a `sockaddr_in`.
@@ -224,7 +266,7 @@ fn received_datagram<B: IoBufMut>((mut buf, mut m): (B, Box<MsgBox>), n: usize) 
     m.addr.len = m.hdr.msg_namelen;
     // SAFETY: as in `received_bytes`.
     let bytes = unsafe { std::slice::from_raw_parts(buf.stable_mut_ptr(), n) };
-    Received::datagram(bytes.to_vec(), m.addr.to_addr().ok())
+    Received::datagram(bytes.to_vec(), m.addr)
 }
 
 /// What a dropped send (of `buf` from `start`) did not send of its
@@ -631,8 +673,18 @@ impl Socket {
         buf: B,
         addr: SocketAddr,
     ) -> (io::Result<usize>, B) {
+        self.send_to_sockaddr(buf, SockAddrBuf::from_addr(&addr))
+            .await
+    }
+
+    /// Sends one datagram of `buf`'s initialised bytes to `sa` (any
+    /// family).
+    pub(crate) async fn send_to_sockaddr<B: IoBuf>(
+        &self,
+        buf: B,
+        sa: Box<SockAddrBuf>,
+    ) -> (io::Result<usize>, B) {
         let fd = self.raw();
-        let sa = SockAddrBuf::from_addr(&addr);
         if self.uring() {
             let ptr = buf.stable_ptr() as *mut u8;
             let len = buf.bytes_init();
@@ -678,7 +730,8 @@ impl Socket {
         &self,
         buf: B,
     ) -> (io::Result<(usize, SocketAddr)>, B) {
-        self.receive_datagram(buf, false).await
+        let (r, buf) = self.receive_datagram(buf, false).await;
+        (r.and_then(|(n, a)| Ok((n, a.ip_addr()?))), buf)
     }
 
     /// As [`recv_from`](Self::recv_from), leaving the datagram queued.
@@ -686,17 +739,18 @@ impl Socket {
         &self,
         buf: B,
     ) -> (io::Result<(usize, SocketAddr)>, B) {
-        self.receive_datagram(buf, true).await
+        let (r, buf) = self.receive_datagram(buf, true).await;
+        (r.and_then(|(n, a)| Ok((n, a.ip_addr()?))), buf)
     }
 
     /// `recv_from`, or with `peek` a `MSG_PEEK` that leaves the datagram
     /// (in the socket or in the carry). A peek dropped in flight took
     /// nothing, so it is not kept in the carry.
-    async fn receive_datagram<B: IoBufMut>(
+    pub(crate) async fn receive_datagram<B: IoBufMut>(
         &self,
         mut buf: B,
         peek: bool,
-    ) -> (io::Result<(usize, SocketAddr)>, B) {
+    ) -> (io::Result<(usize, SockAddrBuf)>, B) {
         let fd = self.raw();
         let flags = if peek { libc::MSG_PEEK } else { 0 };
         let result = if let Some(carry) = &self.carry {
@@ -709,8 +763,7 @@ impl Socket {
                         // SAFETY: `take_datagram` wrote `n` bytes from the
                         // start.
                         unsafe { buf.set_init(n) };
-                        let from = from.ok_or_else(not_ip)?;
-                        Ok((n, from))
+                        Ok((n, from.ok_or_else(no_sender)?))
                     });
                     return (got, buf);
                 }
@@ -737,7 +790,7 @@ impl Socket {
                     let (r, (b, mut m)) = op.await;
                     buf = b;
                     m.addr.len = m.hdr.msg_namelen;
-                    r.and_then(|n| Ok((n as usize, m.addr.to_addr()?)))
+                    r.map(|n| (n as usize, m.addr))
                 }
                 Err((e, (b, _))) => {
                     buf = b;
@@ -763,7 +816,7 @@ impl Socket {
                             &mut sa.len,
                         )
                     })?;
-                    Ok((n, sa.to_addr()?))
+                    Ok((n, *sa))
                 })
                 .await
         };
@@ -777,29 +830,12 @@ impl Socket {
     /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
     /// (or an error or hang-up) is set on the socket.
     async fn poll_add(&self, events: libc::c_short) -> io::Result<()> {
-        let fd = self.raw();
-        let op = Op::submit(&self.driver, (), false, |_| {
-            opcode::PollAdd::new(types::Fd(fd), events as u16 as u32).build()
-        })
-        .map_err(|(e, _)| e)?;
-        op.await.0.map(drop)
+        readiness::poll_add(&self.driver, self.raw(), events).await
     }
 
     /// Waits until the socket is ready for `dir`, without doing any I/O.
     async fn ready(&self, dir: Direction) -> io::Result<()> {
-        let events = match dir {
-            Direction::Read => libc::POLLIN,
-            Direction::Write => libc::POLLOUT,
-        };
-        if self.uring() {
-            self.driver.check_live()?;
-            self.poll_add(events).await
-        } else {
-            let fd = self.raw();
-            // Edge-triggered: each attempt asks the socket itself (`poll`
-            // with no wait), and `io` waits only for an edge after it.
-            self.reg().io(dir, || ready_now(fd, events)).await
-        }
+        readiness::wait(&self.driver, self.reg.as_ref(), self.raw(), dir).await
     }
 
     /// Waits until a read would not block: data, the end of the stream or
@@ -877,7 +913,16 @@ impl Socket {
     /// connected peer; also a stream's non-blocking send.
     pub(crate) fn try_send_to(&self, data: &[u8], addr: Option<SocketAddr>) -> io::Result<usize> {
         let sa = addr.map(|a| SockAddrBuf::from_addr(&a));
-        let (name, len) = match &sa {
+        self.try_send_to_sockaddr(data, sa.as_deref())
+    }
+
+    /// As [`try_send_to`](Self::try_send_to), to an address of any family.
+    pub(crate) fn try_send_to_sockaddr(
+        &self,
+        data: &[u8],
+        sa: Option<&SockAddrBuf>,
+    ) -> io::Result<usize> {
+        let (name, len) = match sa {
             Some(sa) => (
                 (&sa.storage as *const libc::sockaddr_storage).cast(),
                 sa.len,
@@ -901,6 +946,13 @@ impl Socket {
     /// One datagram received into `out` without waiting, with its sender;
     /// one that a dropped receive left comes first.
     pub(crate) fn try_recv_from(&self, out: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (n, from) = self.try_receive_datagram(out)?;
+        Ok((n, from.ip_addr()?))
+    }
+
+    /// As [`try_recv_from`](Self::try_recv_from), with the sender's address
+    /// as the kernel wrote it (any family).
+    pub(crate) fn try_receive_datagram(&self, out: &mut [u8]) -> io::Result<(usize, SockAddrBuf)> {
         if let Some(e) = self.carried_reads_unknown() {
             return Err(e);
         }
@@ -908,7 +960,7 @@ impl Socket {
             // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
             if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len(), false) } {
                 let (n, from) = got?;
-                return Ok((n, from.ok_or_else(not_ip)?));
+                return Ok((n, from.ok_or_else(no_sender)?));
             }
         }
         let mut sa = SockAddrBuf::empty();
@@ -924,7 +976,7 @@ impl Socket {
                 &mut sa.len,
             )
         })?;
-        Ok((n, sa.to_addr()?))
+        Ok((n, *sa))
     }
 
     /// Sends one datagram of `buf`'s initialised bytes to the connected
@@ -1008,29 +1060,10 @@ impl Socket {
     }
 }
 
-/// The error for a sender whose address is not an IP address.
-fn not_ip() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::InvalidData,
-        "the peer's address is not an IP address",
-    )
-}
-
-/// `Ok` if one of `events` (or an error or hang-up) is set on `fd` now,
-/// else `WouldBlock` (`poll` with no wait).
-fn ready_now(fd: RawFd, events: libc::c_short) -> io::Result<()> {
-    let mut p = libc::pollfd {
-        fd,
-        events,
-        revents: 0,
-    };
-    // SAFETY: one live `pollfd`, no wait.
-    let n = cvt(unsafe { libc::poll(&mut p, 1, 0) })?;
-    if n > 0 && p.revents != 0 {
-        Ok(())
-    } else {
-        Err(io::ErrorKind::WouldBlock.into())
-    }
+/// The error for a carried datagram without a sender (never made: every
+/// carried datagram records one).
+fn no_sender() -> io::Error {
+    io::Error::other("a carried datagram without its sender's address")
 }
 
 /// Reads and clears the socket's pending error (`SO_ERROR`).
@@ -1050,7 +1083,7 @@ pub(crate) fn take_error(fd: RawFd) -> io::Result<Option<io::Error>> {
     Ok((err != 0).then(|| io::Error::from_raw_os_error(err)))
 }
 
-fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
+pub(crate) fn set_nonblocking(fd: RawFd, on: bool) -> io::Result<()> {
     // SAFETY: fcntl on our own descriptor, no pointers.
     let flags = cvt(unsafe { libc::fcntl(fd, libc::F_GETFL) })?;
     let new = if on {

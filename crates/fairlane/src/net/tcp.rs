@@ -158,7 +158,7 @@ impl TcpListener {
         let (fd, addr) = self.sock.accept().await?;
         let stream = TcpStream::from_socket(Socket::from_fd(fd)?);
         // From accept4: `getpeername` fails for a connection already reset.
-        let peer = addr.to_addr()?;
+        let peer = addr.ip_addr()?;
         Ok((stream, peer))
     }
 
