@@ -19,7 +19,7 @@
 //!   runtime), so tokio-util codecs and crates written against tokio's
 //!   traits take fairlane streams directly.
 //! - `hyper` (off by default): the streams implement hyper's I/O traits,
-//!   and [`hyper`](crate::hyper) has hyper's executor and timer.
+//!   and the module `fairlane::hyper` has hyper's executor and timer.
 //!
 //! # Limits
 //! Starvation-freedom needs at least one processor that is not stuck in a task
