@@ -704,20 +704,20 @@ impl Driver {
         fired.into_iter().for_each(Waker::wake);
     }
 
-    /// The other processors that are awake with operations in flight or
-    /// timers pending, and their iteration counts now: a sleeping processor
-    /// looks at them again after `WATCH_PERIOD` and helps those that have
-    /// not moved (stuck in a long poll). Nobody is watched when every other
-    /// processor sleeps, so an idle runtime sleeps without timeouts.
+    /// The other processors that are awake, and their iteration counts now:
+    /// a sleeping processor looks at them again after `WATCH_PERIOD` and
+    /// helps those that have not moved (stuck in a long poll) and have
+    /// operations or timers in their engine by then (`drain_other` checks).
+    /// Every awake processor is watched, not only those with work in their
+    /// engine now: one that is about to submit an operation or set a timer
+    /// and then runs a task that never yields would otherwise strand them,
+    /// since nothing wakes a sleeper that chose to sleep without a timeout.
+    /// Nobody is watched when every other processor sleeps, so an idle
+    /// runtime sleeps without timeouts.
     fn watch_list(&self, own: usize) -> Vec<(Arc<Proc>, u64)> {
         self.procs()
             .iter()
-            .filter(|q| {
-                q.index != own
-                    && !q.sleep.parked_hint()
-                    && (q.outstanding.load(Ordering::Relaxed) != 0
-                        || q.next_timer.load(Ordering::Relaxed) != NO_TIMER)
-            })
+            .filter(|q| q.index != own && !q.sleep.parked_hint())
             .map(|q| (q.clone(), q.iterations.load(Ordering::Relaxed)))
             .collect()
     }
@@ -798,7 +798,12 @@ impl Driver {
         drop(st);
         fired.into_iter().for_each(Waker::wake);
         for (other, seen) in watched {
-            if other.iterations.load(Ordering::Relaxed) == seen && !other.sleep.parked_hint() {
+            let has_work = other.outstanding.load(Ordering::Relaxed) != 0
+                || other.next_timer.load(Ordering::Relaxed) != NO_TIMER;
+            if has_work
+                && other.iterations.load(Ordering::Relaxed) == seen
+                && !other.sleep.parked_hint()
+            {
                 self.drain_other(&other);
             }
         }
