@@ -408,3 +408,21 @@ pub async fn at_once<F: Future>(read: F) -> F::Output {
 async fn sleep_ms(ms: u64) {
     fairlane::time::sleep(Duration::from_millis(ms)).await;
 }
+
+/// What a peer read after a write of `first` was dropped in flight and
+/// `second` was written: a prefix of `first` (with the fallback backend a
+/// dropped write may have sent part of it; with io_uring the runtime
+/// finishes it, so all of it), then `second`: no hole, no reordering.
+pub fn assert_dropped_write_then(
+    all: &[u8],
+    first: &[u8],
+    second: &[u8],
+    backend: fairlane::io::IoBackend,
+) {
+    let (head, tail) = all.split_at(all.len() - second.len());
+    assert_eq!(tail, second);
+    assert_eq!(head, &first[..head.len()], "a hole or reordering");
+    if backend == fairlane::io::IoBackend::IoUring {
+        assert_eq!(head.len(), first.len(), "the dropped send was not finished");
+    }
+}
