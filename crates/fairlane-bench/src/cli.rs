@@ -108,11 +108,6 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub fairlane_help_period: Option<u32>,
 
-    /// fairlane: most wake-slot runs in a row, 0 for no wake slot (default:
-    /// fairlane's own). For tuning.
-    #[arg(long, value_name = "N")]
-    pub fairlane_wake_slot_budget: Option<u32>,
-
     /// fairlane: help when log2(target lane age) > log2(own age) + F
     /// (default: fairlane's own). For tuning.
     #[arg(long, value_name = "F")]

@@ -118,9 +118,6 @@ mod fairlane_rt {
             if let Some(f) = knobs.help_factor_log2 {
                 builder.help_factor_log2(f);
             }
-            if let Some(b) = knobs.wake_slot_budget {
-                builder.wake_slot_budget(b);
-            }
             if spec.runtime == crate::spec::RuntimeKind::FairlaneFallback {
                 builder.io_backend(fairlane::io::IoBackend::Fallback);
             }

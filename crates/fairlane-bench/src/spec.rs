@@ -211,7 +211,6 @@ pub struct FairlaneKnobs {
     pub lanes_per_processor: Option<usize>,
     pub help_period: Option<u32>,
     pub help_factor_log2: Option<u32>,
-    pub wake_slot_budget: Option<u32>,
 }
 
 impl FairlaneKnobs {
@@ -226,9 +225,6 @@ impl FairlaneKnobs {
         }
         if let Some(f) = self.help_factor_log2 {
             parts.push(format!("help_factor_log2={f}"));
-        }
-        if let Some(b) = self.wake_slot_budget {
-            parts.push(format!("wake_slot_budget={b}"));
         }
         if parts.is_empty() {
             "defaults".to_string()

@@ -86,7 +86,6 @@ impl Config {
                 lanes_per_processor: cli.fairlane_lanes,
                 help_period: cli.fairlane_help_period,
                 help_factor_log2: cli.fairlane_help_factor,
-                wake_slot_budget: cli.fairlane_wake_slot_budget,
             },
             exe: std::env::current_exe()?,
             memcached_installed: crate::runtimes::RealMemcached::program().is_some(),

@@ -144,49 +144,6 @@ impl<T> Lane<T> {
         });
         PushOutcome::Pushed { filled }
     }
-
-    /// The wake slot's put: takes the lane's oldest element out, if any, and
-    /// appends `item` stamped `ts` in its place, if `open()` holds (checked
-    /// under the lock, as in `push`). Hands the item back if the lane is
-    /// busy.
-    #[inline]
-    pub fn replace(
-        &self,
-        info: &LaneInfo,
-        item: T,
-        ts: u64,
-        open: impl FnOnce() -> bool,
-    ) -> ReplaceOutcome<T> {
-        let Some(mut guard) = self.items.try_lock() else {
-            return ReplaceOutcome::Busy(item);
-        };
-        if !open() {
-            drop(guard);
-            return ReplaceOutcome::Closed(item);
-        }
-        let displaced = guard.with(|q| {
-            let displaced = q.pop_front().map(|(old, _)| old);
-            q.push_back((item, ts));
-            info.head
-                .store(q.front().map_or(EMPTY, |e| e.1), Ordering::Relaxed);
-            displaced
-        });
-        ReplaceOutcome::Put { displaced }
-    }
-}
-
-/// Result of [`Lane::replace`].
-pub enum ReplaceOutcome<T> {
-    /// The item is in the lane; `displaced` is the element it took the
-    /// place of (`None`: the put filled the lane).
-    Put {
-        /// The lane's former oldest element.
-        displaced: Option<T>,
-    },
-    /// The lane was locked: the item back.
-    Busy(T),
-    /// The queue is closed: the item back.
-    Closed(T),
 }
 
 /// Result of [`Lane::push`].

@@ -78,7 +78,7 @@ pub mod loom_task {
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_lane {
-    pub use crate::lane::{Lane, LaneInfo, PushOutcome, ReplaceOutcome, EMPTY};
+    pub use crate::lane::{Lane, LaneInfo, PushOutcome, EMPTY};
 }
 pub use scheduler::{PushError, RemoveError, Scheduler};
 pub use task::{
@@ -104,7 +104,7 @@ pub struct Config {
     /// Processor slots: the most processors the cluster can have at once
     /// when processors are added at run time (default: `processors`; at
     /// most [`MAX_PROCESSORS`]). Every slot costs its lanes' memory (about
-    /// 2 KiB) whether used or not.
+    /// 1.5 KiB) whether used or not.
     pub max_processors: usize,
     /// Normal-priority lanes each processor owns (at least 1; default 2);
     /// each also has one high- and one low-priority lane.
@@ -132,15 +132,6 @@ pub struct Config {
     /// (default 8; at least 1). Under a saturating load of high-priority
     /// tasks, a waiting low one still gets one poll in `priority_bound + 1`.
     pub priority_bound: u32,
-    /// A task woken by the task running on a processor goes to that
-    /// processor's *wake slot* and runs next, while what the waker just
-    /// wrote is still in cache; at most `wake_slot_budget` slot runs in a
-    /// row (default 3), then the lanes are served first. 0: no wake slot,
-    /// every wake goes to the lanes. A task's wake of itself (a yield)
-    /// never enters the slot, and helpers take a slot's task by its age
-    /// like any lane's head, so the slot shifts when a woken task runs,
-    /// never whether.
-    pub wake_slot_budget: u32,
 }
 
 /// A task's priority class. Priorities shift *when* a task runs, within a
@@ -181,7 +172,6 @@ impl Config {
             spin_rounds: 4,
             clock_period: 4,
             priority_bound: 8,
-            wake_slot_budget: 3,
         }
     }
 

@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use crossbeam_utils::CachePadded;
 
-use crate::lane::{Lane, LaneInfo, PushOutcome, ReplaceOutcome};
+use crate::lane::{Lane, LaneInfo, PushOutcome};
 use crate::resize::ResizeLock;
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use crate::{Config, Priority, ProcessorId};
@@ -47,8 +47,6 @@ pub(crate) struct Local {
     /// (resp. the low lane) became ready: the priority bound's counters.
     normal_waited: AtomicUsize,
     low_waited: AtomicUsize,
-    /// Own pops from the wake slot in a row (`Config::wake_slot_budget`).
-    slot_runs: AtomicU32,
     pub(crate) counters: Counters,
     /// Why the thread running this processor must return from
     /// `run_processor`: `RELEASED` (the hand-back of `block_in_place`) or
@@ -106,7 +104,6 @@ impl Local {
             now: AtomicU64::new(0),
             normal_waited: AtomicUsize::new(0),
             low_waited: AtomicUsize::new(0),
-            slot_runs: AtomicU32::new(0),
             counters: Counters::default(),
             stop: AtomicU8::new(0),
             reading: AtomicBool::new(false),
@@ -165,11 +162,10 @@ fn below(r: u64, n: usize) -> usize {
     ((u64::from(r as u32) * n as u64) >> 32) as usize
 }
 
-/// A lane offset within a processor of `normal` normal lanes: its high
-/// lane, its low lane and its wake slot one time in 16 each, a normal lane
-/// otherwise. Most programs use no priorities, and a draw that lands on an
-/// empty class lane (or on a slot that its owner empties at its next pop)
-/// is a wasted help check; they are still drawn often enough that a
+/// A lane offset within a processor of `normal` normal lanes: its high or
+/// low lane one time in 16 each, a normal lane otherwise. Most programs use
+/// no priorities, and a draw that lands on an empty class lane is a wasted
+/// help check; the class lanes are still drawn often enough that a
 /// processor stuck in a task that never yields has them helped too (and
 /// steals, by processors with no work, scan every lane). The class comes
 /// from the low bits of `r`, the normal lane from the high ones (see
@@ -179,7 +175,6 @@ fn lane_offset(r: u32, normal: usize) -> usize {
     match r & 15 {
         0 => normal,
         1 => normal + 1,
-        2 => normal + 2,
         _ => below(u64::from(r), normal),
     }
 }
@@ -205,9 +200,8 @@ fn next_identity() -> u64 {
 
 /// The cluster's ready queue: per processor slot, `lanes_per_processor`
 /// lanes of normal-priority tasks, then one lane of high- and one of
-/// low-priority tasks, then the wake slot (a lane that holds the one task
-/// the running task woke last), then the lane of tasks restricted to a set
-/// of processors (`stride` lanes in all). There are `Config::max_processors`
+/// low-priority tasks, then the lane of tasks restricted to a set of
+/// processors (`stride` lanes in all). There are `Config::max_processors`
 /// slots; the active ones hold the cluster's processors (`resize.md`).
 pub(crate) struct ReadyQueue<T> {
     /// Unique in the process (see `next_identity`): part of every
@@ -218,7 +212,7 @@ pub(crate) struct ReadyQueue<T> {
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
     lanes_per_processor: usize,
-    /// Lanes per slot: `lanes_per_processor` + 4.
+    /// Lanes per slot: `lanes_per_processor` + 3.
     stride: usize,
     /// The closed flag, the resize lock and the active-slot count: read on
     /// every scheduling iteration, written rarely, so one clean shared line.
@@ -234,8 +228,6 @@ pub(crate) struct ReadyQueue<T> {
     slot_active: Box<[AtomicBool]>,
     /// See `Config::priority_bound`.
     priority_bound: usize,
-    /// See `Config::wake_slot_budget`.
-    wake_slot_budget: u32,
     help_period: u32,
     help_factor_log2: u32,
     steal_attempts: usize,
@@ -258,7 +250,7 @@ impl<T> ReadyQueue<T> {
     /// Slots `0..config.processors` start active (and occupied: their
     /// threads are the host's to start).
     pub(crate) fn new(config: &Config, cache_domain: impl Fn(usize) -> usize) -> Self {
-        let stride = config.lanes_per_processor + 4;
+        let stride = config.lanes_per_processor + 3;
         let capacity = config.max_processors.max(config.processors);
         let n = capacity * stride;
         let domains: Vec<usize> = (0..capacity).map(cache_domain).collect();
@@ -283,7 +275,6 @@ impl<T> ReadyQueue<T> {
             lanes_per_processor: config.lanes_per_processor,
             stride,
             priority_bound: config.priority_bound as usize,
-            wake_slot_budget: config.wake_slot_budget,
             help_period: config.help_period,
             help_factor_log2: config.help_factor_log2,
             steal_attempts: config.steal_attempts,
@@ -417,13 +408,6 @@ impl<T> ReadyQueue<T> {
                 restricted.extend(items.into_iter().map(|(item, _)| item));
                 continue;
             }
-            // The wake slot's tasks join the normal lanes: a slot holds one
-            // task, put there by its own processor.
-            let offset = if offset == self.slot_offset() {
-                0
-            } else {
-                offset
-            };
             for (item, ts) in items {
                 let to = self.active_slot(next % n);
                 next += 1;
@@ -439,16 +423,10 @@ impl<T> ReadyQueue<T> {
         restricted
     }
 
-    /// The offset of the wake slot within a processor slot's lanes.
-    #[inline]
-    fn slot_offset(&self) -> usize {
-        self.lanes_per_processor + 2
-    }
-
     /// The offset of the restricted lane within a slot.
     #[inline]
     fn pinned_offset(&self) -> usize {
-        self.lanes_per_processor + 3
+        self.lanes_per_processor + 2
     }
 
     /// Pushes a task restricted to a set of processors onto processor `p`'s
@@ -472,34 +450,6 @@ impl<T> ReadyQueue<T> {
             self.push_to(p, 0..self.lanes_per_processor, start, item, ts)
         } else {
             self.push_to(p, self.class_lanes(priority), 0, item, ts)
-        }
-    }
-
-    /// Puts a normal-priority task woken by the task running on processor
-    /// `p` into `p`'s wake slot, stamped with the iteration clock; the task
-    /// the slot held, if any, goes to the normal lanes (stamped afresh: it
-    /// waited there since a put of this processor's present or previous
-    /// poll, and a lane's stamps must stay in push order). With no wake
-    /// slot, or while a helper holds it, this is [`push_local`]. Gives the
-    /// item back once the queue is closed. `Ok(true)`: the put or the push
-    /// of the displaced task made its lane non-empty.
-    ///
-    /// [`push_local`]: Self::push_local
-    #[inline]
-    pub(crate) fn push_woken(&self, p: usize, item: T) -> Result<bool, T> {
-        if self.wake_slot_budget == 0 {
-            return self.push_local(p, item, Priority::Normal);
-        }
-        let l = p * self.stride + self.slot_offset();
-        let ts = self.local[p].now.load(Ordering::Relaxed);
-        let open = || !self.shared.closed.load(Ordering::Relaxed);
-        match self.lanes[l].replace(&self.info[l], item, ts, open) {
-            ReplaceOutcome::Put { displaced: None } => Ok(true),
-            ReplaceOutcome::Put {
-                displaced: Some(old),
-            } => self.push_local(p, old, Priority::Normal),
-            ReplaceOutcome::Busy(item) => self.push_local(p, item, Priority::Normal),
-            ReplaceOutcome::Closed(item) => Err(item),
         }
     }
 
@@ -605,34 +555,19 @@ impl<T> ReadyQueue<T> {
         let base = p * self.stride;
         let high = base + self.lanes_per_processor;
         let low = high + 1;
-        let slot = low + 1;
-        let pinned = slot + 1;
+        let pinned = low + 1;
         let high_ready = self.info[high].looks_nonempty();
         let low_ready = self.info[low].looks_nonempty();
-        let slot_ready = self.info[slot].looks_nonempty();
         let pinned_ready = self.info[pinned].looks_nonempty();
         if !high_ready && !low_ready {
             Self::reset(&local.low_waited);
-            Self::reset(&local.normal_waited);
-            if slot_ready {
-                // The woken task runs next, up to the budget of slot runs
-                // in a row; then the lanes (the slot among them, by age).
-                let runs = local.slot_runs.load(Ordering::Relaxed);
-                if runs < self.wake_slot_budget {
-                    if let Some(item) = self.lanes[slot].pop(&self.info[slot], now, false) {
-                        local.slot_runs.store(runs + 1, Ordering::Relaxed);
-                        return Some(item);
-                    }
-                }
+            if let Some(item) = self.pop_normal(p, now, pinned_ready) {
+                Self::reset(&local.normal_waited);
+                return Some(item);
             }
-            let item = self.pop_normal(p, now, slot_ready, pinned_ready);
-            if item.is_some() && local.slot_runs.load(Ordering::Relaxed) != 0 {
-                local.slot_runs.store(0, Ordering::Relaxed);
-            }
-            return item;
+            return None;
         }
-        let normal_ready =
-            slot_ready || pinned_ready || (base..high).any(|l| self.info[l].looks_nonempty());
+        let normal_ready = pinned_ready || (base..high).any(|l| self.info[l].looks_nonempty());
         let bound = self.priority_bound;
         let order = if low_ready && local.low_waited.load(Ordering::Relaxed) >= bound {
             [Priority::Low, Priority::High, Priority::Normal]
@@ -644,7 +579,7 @@ impl<T> ReadyQueue<T> {
         for class in order {
             let item = match class {
                 Priority::High => self.lanes[high].pop(&self.info[high], now, false),
-                Priority::Normal => self.pop_normal(p, now, slot_ready, pinned_ready),
+                Priority::Normal => self.pop_normal(p, now, pinned_ready),
                 Priority::Low => self.lanes[low].pop(&self.info[low], now, false),
             };
             if let Some(item) = item {
@@ -677,17 +612,14 @@ impl<T> ReadyQueue<T> {
     /// and serving the older head keeps the processor's lanes together a
     /// FIFO, so a task that yields in a loop waits behind every task that was
     /// ready before it, whichever lane it landed in. (Plain round-robin
-    /// service would let a short lane's tasks run more often.) With `slot`
-    /// and `pinned`, the wake slot and the restricted lane take part too:
-    /// their tasks are served as normal-priority ones.
+    /// service would let a short lane's tasks run more often.) With
+    /// `pinned`, the restricted lane takes part too: restricted tasks are
+    /// served as normal-priority ones.
     #[inline]
-    fn pop_normal(&self, p: usize, now: u64, slot: bool, pinned: bool) -> Option<T> {
+    fn pop_normal(&self, p: usize, now: u64, pinned: bool) -> Option<T> {
         let base = p * self.stride;
-        let slot = slot.then_some(base + self.slot_offset());
         let pinned = pinned.then_some(base + self.pinned_offset());
-        let lanes = (base..base + self.lanes_per_processor)
-            .chain(slot)
-            .chain(pinned);
+        let lanes = (base..base + self.lanes_per_processor).chain(pinned);
         let mut skip = usize::MAX;
         for _ in lanes.clone() {
             let mut best = usize::MAX;
@@ -956,7 +888,7 @@ mod tests {
         // bits, a class lane was only ever drawn on the first nearby
         // processor.
         let (near, normal) = (3, 2);
-        let mut seen = alloc::vec![[0usize; 5]; near];
+        let mut seen = alloc::vec![[0usize; 4]; near];
         let mut x = 0x9e37_79b9_7f4a_7c15_u64;
         for _ in 0..100_000 {
             x ^= x >> 12;

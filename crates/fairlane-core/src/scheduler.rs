@@ -138,14 +138,6 @@ impl<T, H: Host> Scheduler<T, H> {
             return self.push_remote(item, None, priority);
         }
         let filled = self.queue.push_local(p, item, priority)?;
-        self.notify_after_own_push(p, filled);
-        Ok(())
-    }
-
-    /// The waker side of the idle handshake after a push by processor `p`
-    /// onto its own lanes.
-    #[inline]
-    fn notify_after_own_push(&self, p: usize, filled: bool) {
         if filled && self.queue.processors() == 1 {
             // The only processor pushes onto its own lanes: there is nobody
             // to wake but itself (idle.md, "A lone processor").
@@ -153,20 +145,6 @@ impl<T, H: Host> Scheduler<T, H> {
         } else {
             self.notify_after_push(filled);
         }
-    }
-
-    /// Makes ready a normal-priority `item` that the task running on
-    /// processor `p` woke (not itself: a task's wake of itself is a
-    /// [`push_local`](Self::push_local)), from `p`'s own thread: it goes to
-    /// `p`'s wake slot and runs next, within `Config::wake_slot_budget`
-    /// (see `queue.md`, "The wake slot").
-    #[inline]
-    pub fn push_woken(&self, p: usize, item: T) -> Result<(), T> {
-        if self.is_removed(p) {
-            return self.push_remote(item, None, Priority::Normal);
-        }
-        let filled = self.queue.push_woken(p, item)?;
-        self.notify_after_own_push(p, filled);
         Ok(())
     }
 

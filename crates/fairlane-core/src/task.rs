@@ -166,16 +166,7 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         // runnable (and with it `meta`) may already be another processor's.
         let cluster = unsafe { &*cluster };
         let priority = meta.priority;
-        // Woken by the task running here, not by itself: the wake slot.
-        let current = cluster.sched.current(p);
-        let woken_by_another =
-            !current.is_null() && current != meta as *const TaskMeta<H> as *mut ();
-        let pushed = if woken_by_another && priority == Priority::Normal {
-            cluster.sched.push_woken(p, runnable)
-        } else {
-            cluster.sched.push_local(p, runnable, priority)
-        };
-        if let Err(runnable) = pushed {
+        if let Err(runnable) = cluster.sched.push_local(p, runnable, priority) {
             cluster.bury(runnable);
         }
     } else {

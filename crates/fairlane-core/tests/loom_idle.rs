@@ -283,53 +283,6 @@ fn idle_sleep_busy_processor_hands_over_to_the_next_sleeper() {
     });
 }
 
-/// The wake slot: whichever processor takes item 1 puts item 2 into its own
-/// wake slot (as a task it woke) and then stays busy until item 2 is taken,
-/// as a task that never yields would. Only the other processor, asleep or
-/// on its way to sleep, can take item 2: the put that fills the slot must
-/// wake it, or its final scan must find the slot. Fails (deadlock) if the
-/// put skips the handshake (`Scheduler::push_woken` without
-/// `notify_after_own_push`), or if the final scan leaves out other
-/// processors' slots.
-#[test]
-fn idle_sleep_wake_slot_put_by_a_busy_processor() {
-    model(|| {
-        let mut host = LoomHost::new(2);
-        host.parks = Some(Count::new());
-        let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
-        let taken = Arc::new(Count::new());
-        let parks = sched.host().parks.as_ref().unwrap();
-        let workers: Vec<_> = (0..2)
-            .map(|p| {
-                let (sched, taken) = (sched.clone(), taken.clone());
-                let worker = thread::spawn(move || {
-                    sched.host().register(p);
-                    if sched.start(p) {
-                        while let Some(item) = sched.next(p) {
-                            if item == 1 {
-                                sched.push_woken(p, 2).unwrap();
-                            }
-                            if taken.add() == 2 {
-                                sched.close();
-                            } else {
-                                taken.wait_for(2);
-                            }
-                        }
-                    }
-                    sched.finish(p, true);
-                });
-                parks.wait_for(p + 1);
-                worker
-            })
-            .collect();
-        sched.push(1, Some(0)).unwrap();
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(taken.get(), 2, "an item was handed out twice or lost");
-    });
-}
-
 /// `release` (the hand-back of std's `block_in_place`) racing a processor
 /// going to sleep: the processor must return from `next`, never sleep
 /// through it.

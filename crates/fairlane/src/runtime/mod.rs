@@ -553,25 +553,6 @@ impl Builder {
         self
     }
 
-    /// Most runs in a row of tasks from a processor's wake slot (default 3;
-    /// 0: no wake slot). A task woken by the task running on a processor
-    /// runs next on that processor, while the data the waker just wrote is
-    /// still in its cache; after this many such runs in a row the
-    /// processor serves its lanes first. A task's wake of itself
-    /// ([`task::yield_now`](crate::task::yield_now)) never enters the slot,
-    /// and other processors take a task waiting there by its age, as from
-    /// any lane.
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).wake_slot_budget(0).build()?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn wake_slot_budget(&mut self, runs: u32) -> &mut Self {
-        self.config.wake_slot_budget = runs;
-        self
-    }
-
     /// Prefix of the processor threads' names (`{name}-{index}`).
     ///
     /// # Example
