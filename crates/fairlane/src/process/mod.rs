@@ -13,7 +13,12 @@
 //!   kernels, or a sandbox that forbids it), a wait runs on the blocking
 //!   pool instead (`waitid` with `WNOWAIT`, which sees the exit without
 //!   reaping it; the reaping stays with the [`Child`]), holding one pool
-//!   thread while the child runs.
+//!   thread until the child exits, even if the wait is dropped. Dropping a
+//!   runtime waits for its running blocking jobs, so there a runtime
+//!   dropped while such a wait was under way waits for that child to exit
+//!   (unless [`Command::kill_on_drop`] kills it as its task is dropped, or
+//!   [`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout) bounds
+//!   the wait).
 //! - Pipes: the parent's ends are made non-blocking and their reads and
 //!   writes wait for readiness the same way.
 //! - Dropping: a [`Child`] dropped before its process was reaped hands it
