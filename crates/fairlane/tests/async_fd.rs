@@ -100,21 +100,26 @@ fn pipe_readable_when_the_writer_writes(backend: IoBackend) {
     });
 }
 
+/// Writes to the non-blocking `w` until it would block (a full pipe or
+/// send buffer); how many bytes that took.
+fn fill(mut w: impl Write) -> usize {
+    let chunk = [7u8; 4096];
+    let mut written = 0;
+    loop {
+        match w.write(&chunk) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return written,
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+}
+
 fn pipe_writable_when_the_reader_drains(backend: IoBackend) {
     let rt = common::backend_runtime(backend, 1);
     rt.block_on(async {
         let (mut r, w) = pipe(libc::O_NONBLOCK);
         let fd = AsyncFd::new(w).unwrap();
-        let chunk = [7u8; 4096];
-        let mut written = 0;
-        // Fill the pipe (non-blocking writes until it would block).
-        loop {
-            match fd.get_ref().write(&chunk) {
-                Ok(n) => written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => panic!("write: {e}"),
-            }
-        }
+        let written = fill(fd.get_ref());
         assert!(written >= 4096);
         let mut writable = std::pin::pin!(fd.writable());
         assert!(poll_once(&mut writable).await.is_none(), "the pipe is full");
@@ -417,15 +422,7 @@ fn a_wait_for_both_directions_ends_on_either(backend: IoBackend) {
         a.set_nonblocking(true).unwrap();
         let fd = AsyncFd::new(a).unwrap();
         let both = Interest::READABLE | Interest::WRITABLE;
-        let chunk = [1u8; 4096];
-        let mut sent = 0;
-        loop {
-            match fd.get_ref().write(&chunk) {
-                Ok(n) => sent += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => panic!("write: {e}"),
-            }
-        }
+        let sent = fill(fd.get_ref());
         // The peer acts a little later, so that the task is asleep in its
         // wait by then (if not, the wait sees it at once: still correct).
         let later = |f: Box<dyn FnOnce() + Send>| {

@@ -25,18 +25,24 @@ use crate::io::reactor::Registration;
 use crate::io::{Interest, IoBackend, Ready};
 use crate::net::socket::{current_driver, cvt};
 
-/// Waiting for readiness, shared by [`AsyncFd`] and the `net` sockets.
+/// Waiting for readiness, shared by [`AsyncFd`], the `net` sockets and the
+/// `process` pipes and pidfds.
 pub(crate) mod readiness {
+    use std::future::Future;
     use std::io;
-    use std::os::fd::RawFd;
+    use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
 
     use io_uring::{opcode, types};
 
+    use crate::io::coop;
     use crate::io::driver::Driver;
-    use crate::io::reactor::Registration;
+    use crate::io::reactor::{Direction, Registration};
     use crate::io::uring::Op;
-    use crate::io::{Interest, Ready};
-    use crate::net::socket::cvt;
+    use crate::io::{Interest, IoBackend, Ready};
+    use crate::net::socket::{cvt, set_nonblocking};
 
     /// io_uring: a one-shot `POLL_ADD` on `fd` for `events` (errors and
     /// hang-ups are always reported), not yet awaited.
@@ -126,6 +132,119 @@ pub(crate) mod readiness {
             checked_revents(p.revents as u16 as u32)
         } else {
             Err(io::ErrorKind::WouldBlock.into())
+        }
+    }
+
+    /// A non-blocking descriptor that fairlane owns and whose I/O is
+    /// polled through `&mut self` (the pipes and the pidfd of
+    /// [`process`](crate::process)): `poll_io` tries the I/O and, while it
+    /// would block, waits for readiness in the fallback backend through the
+    /// poller registration (as a socket does), with io_uring through a
+    /// one-shot `POLL_ADD` kept here between polls. No readiness is cached:
+    /// a completed `POLL_ADD` only makes the next poll try the I/O again.
+    pub(crate) struct PollFd {
+        /// io_uring: the `POLL_ADD` in flight per direction, submitted when
+        /// an attempt would block. Declared before `fd`: dropping one
+        /// cancels it before the descriptor closes (the kernel holds the
+        /// file of a submitted request in any case).
+        waits: [Option<Op<()>>; 2],
+        /// Fallback: the poller registration, dropped (deleted from the
+        /// poller) before `fd` closes.
+        reg: Option<Registration>,
+        driver: Arc<Driver>,
+        fd: OwnedFd,
+    }
+
+    impl PollFd {
+        /// Takes `fd`, sets it non-blocking, and watches it with `driver`'s
+        /// backend (in both directions).
+        pub(crate) fn with_driver(driver: Arc<Driver>, fd: OwnedFd) -> io::Result<PollFd> {
+            set_nonblocking(fd.as_raw_fd(), true)?;
+            let reg = if driver.backend() == IoBackend::Fallback {
+                Some(Registration::new(&driver, fd.as_raw_fd())?)
+            } else {
+                None
+            };
+            Ok(PollFd {
+                waits: [None, None],
+                reg,
+                driver,
+                fd,
+            })
+        }
+
+        pub(crate) fn raw(&self) -> RawFd {
+            self.fd.as_raw_fd()
+        }
+
+        /// Stops watching and gives the descriptor back (still
+        /// non-blocking): waits in flight are cancelled, the registration
+        /// is deleted from its poller.
+        pub(crate) fn into_fd(self) -> OwnedFd {
+            let PollFd {
+                waits,
+                reg,
+                driver,
+                fd,
+            } = self;
+            drop((waits, reg, driver));
+            fd
+        }
+
+        /// Runs the non-blocking `attempt` until it does not return
+        /// `WouldBlock` (or `Interrupted`); in between, waits for readiness
+        /// in `dir`. Dropping the caller's future in between is fine: a
+        /// `POLL_ADD` left here is polled (or cancelled by the drop of
+        /// `self`) later.
+        pub(crate) fn poll_io<R>(
+            &mut self,
+            cx: &mut Context<'_>,
+            dir: Direction,
+            mut attempt: impl FnMut(RawFd) -> io::Result<R>,
+        ) -> Poll<io::Result<R>> {
+            let fd = self.fd.as_raw_fd();
+            if let Some(reg) = &self.reg {
+                return reg.poll_io(cx, dir, || attempt(fd));
+            }
+            let d = dir as usize;
+            let events = match dir {
+                Direction::Read => libc::POLLIN,
+                Direction::Write => libc::POLLOUT,
+            };
+            // The budget is spent once per ready result: by the `POLL_ADD`
+            // if one completed, else here.
+            let mut spent = false;
+            loop {
+                if let Some(op) = &mut self.waits[d] {
+                    let (r, ()) = std::task::ready!(Pin::new(op).poll(cx));
+                    self.waits[d] = None;
+                    checked_revents(r?)?;
+                    spent = true;
+                } else if !spent {
+                    std::task::ready!(coop::poll_proceed(cx));
+                }
+                match attempt(fd) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.driver.check_live()?;
+                        // Polled at the top of the loop: that registers the
+                        // waker (or finds it completed already).
+                        self.waits[d] = Some(submit_poll_add(&self.driver, fd, events)?);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    result => {
+                        if !spent {
+                            coop::spend();
+                        }
+                        return Poll::Ready(result);
+                    }
+                }
+            }
+        }
+    }
+
+    impl std::fmt::Debug for PollFd {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("PollFd").field("fd", &self.raw()).finish()
         }
     }
 }
