@@ -56,6 +56,14 @@ struct FdInner {
     /// Tasks waiting per direction: several tasks may share a socket (two
     /// acceptors on one listener), so every one of them is kept.
     wakers: [Vec<Waker>; 2],
+    /// Per direction, operation futures ([`Registration::io`]) waiting now,
+    /// and whether a poll-based wait ([`Registration::poll_io`], which has
+    /// no future to notice it is dropped) registered since the last event:
+    /// what the paused clock counts as I/O in flight (`has_waiters`).
+    /// Wakers may outlive their waits (a dropped waiter's stays until the
+    /// next event), so `wakers` cannot tell.
+    futures_waiting: [u32; 2],
+    polled_waiting: [bool; 2],
     /// The processor stopped: nothing will report readiness any more.
     stopped: bool,
 }
@@ -75,7 +83,32 @@ impl FdState {
             if hit {
                 inner.ticks[dir] += 1;
                 fired.append(&mut inner.wakers[dir]);
+                inner.polled_waiting[dir] = false;
             }
+        }
+    }
+
+    /// Whether a task waits for this descriptor's readiness now (the
+    /// paused clock's idle check; the caller holds the engine's lock, which
+    /// comes before this one).
+    pub(crate) fn has_waiters(&self) -> bool {
+        let inner = self.lock();
+        inner.futures_waiting.iter().any(|&n| n != 0) || inner.polled_waiting.iter().any(|&p| p)
+    }
+}
+
+/// An operation future's count in `futures_waiting` while it waits, taken
+/// back when it completes or is dropped.
+struct Waiting<'a> {
+    state: &'a FdState,
+    dir: usize,
+    counted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            self.state.lock().futures_waiting[self.dir] -= 1;
         }
     }
 }
@@ -166,6 +199,7 @@ impl Poller {
             for wakers in &mut inner.wakers {
                 fired.append(wakers);
             }
+            inner.polled_waiting = [false; 2];
         }
     }
 }
@@ -253,6 +287,7 @@ pub(crate) fn rehome(driver: &Driver, from: &Proc, state: &Arc<FdState>, fired: 
         inner.ticks[dir] += 1;
         fired.append(&mut inner.wakers[dir]);
     }
+    inner.polled_waiting = [false; 2];
 }
 
 impl Registration {
@@ -266,6 +301,8 @@ impl Registration {
             inner: Mutex::new(FdInner {
                 ticks: [0; 2],
                 wakers: [Vec::new(), Vec::new()],
+                futures_waiting: [0; 2],
+                polled_waiting: [false; 2],
                 stopped: false,
             }),
         });
@@ -288,7 +325,19 @@ impl Registration {
         &self,
         cx: &mut Context<'_>,
         dir: Direction,
+        attempt: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_wait(cx, dir, attempt, None)
+    }
+
+    /// `poll_io`; `counted` is the calling future's `Waiting::counted`
+    /// (`None`: a poll-based wait).
+    fn poll_wait<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dir: Direction,
         mut attempt: impl FnMut() -> io::Result<R>,
+        counted: Option<&mut bool>,
     ) -> Poll<io::Result<R>> {
         std::task::ready!(coop::poll_proceed(cx));
         let d = dir as usize;
@@ -311,6 +360,14 @@ impl Registration {
                     if !inner.wakers[d].iter().any(|w| w.will_wake(cx.waker())) {
                         inner.wakers[d].push(cx.waker().clone());
                     }
+                    match counted {
+                        Some(counted) if !*counted => {
+                            inner.futures_waiting[d] += 1;
+                            *counted = true;
+                        }
+                        Some(_) => {}
+                        None => inner.polled_waiting[d] = true,
+                    }
                     return Poll::Pending;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -328,7 +385,13 @@ impl Registration {
         dir: Direction,
         mut attempt: impl FnMut() -> io::Result<R>,
     ) -> io::Result<R> {
-        std::future::poll_fn(|cx| self.poll_io(cx, dir, &mut attempt)).await
+        let mut waiting = Waiting {
+            state: &self.state,
+            dir: dir as usize,
+            counted: false,
+        };
+        std::future::poll_fn(|cx| self.poll_wait(cx, dir, &mut attempt, Some(&mut waiting.counted)))
+            .await
     }
 }
 

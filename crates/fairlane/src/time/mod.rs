@@ -30,6 +30,7 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub(crate) mod clock;
 mod instant;
 pub(crate) mod wheel;
 
@@ -44,6 +45,7 @@ use crate::io::coop;
 use crate::io::driver::{Driver, Proc};
 use wheel::TimerKey;
 
+pub use clock::{advance, pause, resume};
 pub use instant::Instant;
 
 /// Errors of the time module.
