@@ -21,7 +21,8 @@ use super::reactor::FdState;
 use super::sleep::{SleepState, IN_ENGINE, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
-use crate::time::clock::{Activity, Clock, EngineMarks, IdleScan};
+use crate::time::clock::Clock;
+use crate::time::idle_check::{Activity, EngineMarks, IdleScan};
 use crate::time::wheel::{TimerKey, Wheel};
 
 /// Submissions a processor batches before it flushes regardless.

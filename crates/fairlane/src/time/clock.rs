@@ -13,9 +13,9 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
-use std::task::Waker;
 use std::time::Duration;
 
+use super::idle_check::{idle_check, Activity, IdleScan, IdleView};
 use crate::io::driver::Driver;
 use crate::runtime::ClusterRef;
 
@@ -23,9 +23,6 @@ use crate::runtime::ClusterRef;
 /// none has, [`crate::time::Instant::now`] reads the monotonic clock after
 /// one relaxed load of this word.
 static SHIFTED_CLOCKS: AtomicUsize = AtomicUsize::new(0);
-
-/// `next_timer` of an engine with no timer (as in the driver).
-const NO_TIMER: u64 = u64::MAX;
 
 /// Where the clock stands.
 #[derive(Clone, Copy, Debug)]
@@ -286,62 +283,62 @@ impl Clock {
         let Some(clusters) = weak.iter().map(Weak::upgrade).collect::<Option<Vec<_>>>() else {
             return; // shutting down
         };
-        let before = self.activity(&clusters);
-        // 1. Every processor with an engine committed to sleep, with no
-        //    wake-up pending.
-        for cluster in &clusters {
-            if !cluster
-                .host()
-                .io()
-                .live_processors()
-                .into_iter()
-                .all(|p| cluster.is_asleep(p))
-            {
-                return;
-            }
-        }
-        // 2. No thread outside the processors holds the clock (Acquire:
-        //    pairs with `release_hold`).
-        if self.holds.load(Ordering::Acquire) != 0 {
+        let Some(earliest) = idle_check(&RuntimeView {
+            clock: self,
+            clusters: &clusters,
+        }) else {
             return;
-        }
-        // 3. Every engine quiet, under its lock; the earliest timer.
-        let mut scan = IdleScan {
-            earliest: NO_TIMER,
-            drains_begun: 0,
         };
-        for cluster in &clusters {
-            if !cluster.host().io().idle_scan(&mut scan) {
-                return;
-            }
-        }
-        // 4. Nothing woke, took a hold or began a drain while we looked.
-        let after = self.activity(&clusters);
-        if after != before || scan.drains_begun != before.drains_done {
-            return;
-        }
-        if scan.earliest == NO_TIMER {
-            return; // idle for good: nothing will ever move the clock
-        }
-        if scan.earliest > self.now_tick() && !self.advance_to(scan.earliest) {
+        if earliest > self.now_tick() && !self.advance_to(earliest) {
             return; // resumed meanwhile
         }
+        // Due timers, the ones just reached or any not fired yet: their
+        // owners fire them (a parked owner's engine is its own).
         let tick = self.now_tick();
         for cluster in &clusters {
             cluster.host().io().notify_due(tick);
         }
     }
+}
 
-    fn activity(&self, clusters: &[ClusterRef]) -> Activity {
+/// The runtime as the idle check reads it.
+struct RuntimeView<'a> {
+    clock: &'a Clock,
+    clusters: &'a [ClusterRef],
+}
+
+impl IdleView for RuntimeView<'_> {
+    fn activity(&self) -> Activity {
         let mut activity = Activity {
-            holds_taken: self.holds_taken.load(Ordering::SeqCst),
-            rouses: 0,
-            drains_done: 0,
+            holds_taken: self.clock.holds_taken.load(Ordering::SeqCst),
+            ..Activity::default()
         };
-        for cluster in clusters {
+        for cluster in self.clusters {
             cluster.host().io().add_marks(&mut activity);
         }
         activity
+    }
+
+    fn all_asleep(&self) -> bool {
+        self.clusters.iter().all(|cluster| {
+            cluster
+                .host()
+                .io()
+                .live_processors()
+                .into_iter()
+                .all(|p| cluster.is_asleep(p))
+        })
+    }
+
+    fn holds(&self) -> usize {
+        // Acquire: pairs with `release_hold`.
+        self.clock.holds.load(Ordering::Acquire)
+    }
+
+    fn scan_engines(&self, scan: &mut IdleScan) -> bool {
+        self.clusters
+            .iter()
+            .all(|cluster| cluster.host().io().idle_scan(scan))
     }
 }
 
@@ -350,70 +347,6 @@ impl Drop for Clock {
         if *self.shifted.get_mut() {
             SHIFTED_CLOCKS.fetch_sub(1, Ordering::Relaxed);
         }
-    }
-}
-
-/// Counters the idle check reads before and after it looks.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Activity {
-    holds_taken: u64,
-    pub(crate) rouses: u64,
-    pub(crate) drains_done: u64,
-}
-
-/// What the idle check's look at the engines found.
-pub(crate) struct IdleScan {
-    /// The earliest timer tick of all engines (`NO_TIMER`: none).
-    pub(crate) earliest: u64,
-    /// Drains of parked engines begun so far, summed.
-    pub(crate) drains_begun: u64,
-}
-
-/// One engine's marks for the idle check (clock.md): wake-ups sent to its
-/// processor, and drains that took wakers out of it while its processor may
-/// be asleep (begun under the engine's lock, done once the wakers woke).
-#[derive(Default)]
-pub(crate) struct EngineMarks {
-    rouses: AtomicU64,
-    drains_begun: AtomicU64,
-    drains_done: AtomicU64,
-}
-
-impl EngineMarks {
-    /// Before `Host::unpark` wakes the processor (its `sem` left `ASLEEP`
-    /// just before). SeqCst: read by the idle check before and after it
-    /// looks.
-    pub(crate) fn roused(&self) {
-        self.rouses.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Wakes `fired`, taken out of this engine under its lock (`guard`),
-    /// after unlocking; counted as a drain if there are any, so that the
-    /// idle check sees wakers in flight between the engine and the ready
-    /// queue.
-    pub(crate) fn wake_after_unlock<G>(&self, guard: G, fired: Vec<Waker>) {
-        if fired.is_empty() {
-            drop(guard);
-            return;
-        }
-        // Under the engine's lock: the idle check reads it under the same
-        // lock, so Relaxed is enough.
-        self.drains_begun.fetch_add(1, Ordering::Relaxed);
-        drop(guard);
-        fired.into_iter().for_each(Waker::wake);
-        // SeqCst: the idle check reads it first, before the processors'
-        // `sem`s; seeing it means the pushes above are visible too.
-        self.drains_done.fetch_add(1, Ordering::SeqCst);
-    }
-
-    /// Under the engine's lock (`_locked`): drains begun.
-    pub(crate) fn drains_begun<L>(&self, _locked: &L) -> u64 {
-        self.drains_begun.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn add_to(&self, activity: &mut Activity) {
-        activity.rouses += self.rouses.load(Ordering::SeqCst);
-        activity.drains_done += self.drains_done.load(Ordering::SeqCst);
     }
 }
 

@@ -31,8 +31,14 @@
 //! ```
 
 pub(crate) mod clock;
+pub(crate) mod idle_check;
 mod instant;
 pub(crate) mod wheel;
+
+/// The atomics of `idle_check`, which its loom model replaces with loom's.
+mod atomics {
+    pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+}
 
 use std::fmt;
 use std::future::Future;
