@@ -1,4 +1,4 @@
-//! Loom model of the paused clock's idle check (time/clock.md, "Deciding"):
+//! Loom model of the paused clock's idle check (time/clock.md, "Auto-advance"):
 //! a processor deciding to auto-advance against the events that end an
 //! idle runtime. The property: a task woken by a timer due at tick 1 runs
 //! while the clock still reads 1, so the clock never jumps to the next

@@ -24,6 +24,11 @@ use crate::runtime::ClusterRef;
 /// one relaxed load of this word.
 static SHIFTED_CLOCKS: AtomicUsize = AtomicUsize::new(0);
 
+/// `Clock::holds`: one hold taken (the high half) and the mask of holds
+/// held now (the low half).
+const HOLD_TAKEN: u64 = 1 << 32;
+const HELD: u64 = HOLD_TAKEN - 1;
+
 /// Where the clock stands.
 #[derive(Clone, Copy, Debug)]
 enum Mode {
@@ -51,15 +56,16 @@ pub(crate) struct Clock {
     /// Tick 0 of every wheel of the runtime.
     epoch: std::time::Instant,
     mode: Mutex<Mode>,
-    /// One auto-advance decision at a time (clock.md, "Deciding").
+    /// One auto-advance decision at a time (clock.md, "Auto-advance").
     deciding: Mutex<()>,
-    /// Threads outside the processors that may make work now: `block_on`
-    /// threads while they poll or have been woken, blocking-pool jobs,
-    /// `block_in_place` closures. Auto-advance waits for zero.
-    holds: AtomicUsize,
-    /// Holds taken so far: the idle check's witness that none was taken
-    /// while it looked.
-    holds_taken: AtomicU64,
+    /// Holds: threads outside the processors that may make work now
+    /// (`block_on` threads while they poll or have been woken,
+    /// blocking-pool jobs, `block_in_place` closures), in the low 32 bits;
+    /// auto-advance waits for zero. The high 32 bits count holds taken
+    /// (wrapping), the idle check's witness that none was taken while it
+    /// looked. One word, so that a hold costs one read-modify-write to
+    /// take and one to give back.
+    holds: AtomicU64,
     /// The runtime's clusters, set once they are built (weak: the clusters
     /// own their drivers, which hold this clock).
     clusters: OnceLock<Vec<Weak<fairlane_core::Cluster<crate::host::StdHost>>>>,
@@ -75,8 +81,7 @@ impl Clock {
             epoch,
             mode: Mutex::new(Mode::Real),
             deciding: Mutex::new(()),
-            holds: AtomicUsize::new(0),
-            holds_taken: AtomicU64::new(0),
+            holds: AtomicU64::new(0),
             clusters: OnceLock::new(),
         });
         if start_paused {
@@ -252,10 +257,9 @@ impl Clock {
 
     /// Counts a hold (for `block_on`'s waker, which hands it over).
     pub(crate) fn take_hold(&self) {
-        // SeqCst, both: the idle check reads `holds_taken` before and after
-        // it looks (clock.md, "Deciding").
-        self.holds_taken.fetch_add(1, Ordering::SeqCst);
-        self.holds.fetch_add(1, Ordering::SeqCst);
+        // SeqCst: the idle check reads the count of holds taken before and
+        // after it looks (clock.md, "Auto-advance").
+        self.holds.fetch_add(HOLD_TAKEN | 1, Ordering::SeqCst);
     }
 
     /// Gives a hold back; the last one gone lets the clock auto-advance,
@@ -263,12 +267,13 @@ impl Clock {
     pub(crate) fn release_hold(&self) {
         // Release: what the holder did (a timer set, a task spawned) is
         // seen by the idle check that reads zero here (Acquire).
-        if self.holds.fetch_sub(1, Ordering::Release) == 1 && self.is_paused_hint() {
+        let before = self.holds.fetch_sub(1, Ordering::Release);
+        if before & HELD == 1 && self.is_paused_hint() {
             self.auto_advance();
         }
     }
 
-    /// Auto-advance (clock.md, "Deciding"): if the whole runtime is idle,
+    /// Auto-advance (clock.md, "Auto-advance"): if the whole runtime is idle,
     /// moves a paused clock to the earliest timer and wakes its processor.
     /// Called by a processor about to sleep, and by the thread giving back
     /// the last hold.
@@ -310,7 +315,7 @@ struct RuntimeView<'a> {
 impl IdleView for RuntimeView<'_> {
     fn activity(&self) -> Activity {
         let mut activity = Activity {
-            holds_taken: self.clock.holds_taken.load(Ordering::SeqCst),
+            holds_taken: self.clock.holds.load(Ordering::SeqCst) >> 32,
             ..Activity::default()
         };
         for cluster in self.clusters {
@@ -332,7 +337,7 @@ impl IdleView for RuntimeView<'_> {
 
     fn holds(&self) -> usize {
         // Acquire: pairs with `release_hold`.
-        self.clock.holds.load(Ordering::Acquire)
+        (self.clock.holds.load(Ordering::Acquire) & HELD) as usize
     }
 
     fn scan_engines(&self, scan: &mut IdleScan) -> bool {

@@ -1,5 +1,5 @@
 //! The paused clock's idle check: whether the whole runtime is idle, so
-//! that the clock may jump to the earliest timer (`clock.md`, "Deciding").
+//! that the clock may jump to the earliest timer (`clock.md`, "Auto-advance").
 //!
 //! This file holds the check's order of reads and the marks each engine
 //! keeps for it; what it reads comes through [`IdleView`] (the runtime's
