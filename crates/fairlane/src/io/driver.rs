@@ -21,6 +21,8 @@ use super::reactor::FdState;
 use super::sleep::{SleepState, IN_ENGINE, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
+use crate::time::clock::Clock;
+use crate::time::idle_check::{Activity, EngineMarks, IdleScan};
 use crate::time::wheel::{TimerKey, Wheel};
 
 /// Submissions a processor batches before it flushes regardless.
@@ -246,6 +248,9 @@ impl SubmitThread {
 pub(crate) struct Driver {
     id: usize,
     backend: IoBackend,
+    /// The runtime's clock (shared by its clusters' drivers); tick 0 of
+    /// the wheels is its epoch.
+    clock: Arc<Clock>,
     epoch: Instant,
     /// Per-processor engines, indexed by processor; grows when a processor
     /// registers with an index not seen before.
@@ -281,6 +286,8 @@ pub(crate) struct Proc {
     futex: AtomicU32,
     /// Operations in the slab plus registered descriptors.
     pub(crate) outstanding: AtomicUsize,
+    /// What the paused clock's idle check reads (time/clock.md).
+    marks: EngineMarks,
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
     /// The owner's scheduling iterations, published every HELP_PERIOD of
@@ -315,14 +322,26 @@ pub(crate) struct State {
 }
 
 impl Driver {
-    /// A driver for `processors` processors on `backend`.
+    /// A driver for `processors` processors on `backend`, with a clock of
+    /// its own.
+    #[cfg(test)]
     pub(crate) fn new(backend: IoBackend, processors: usize) -> io::Result<Arc<Driver>> {
+        Self::with_clock(backend, processors, Clock::new(false))
+    }
+
+    /// A driver for `processors` processors on `backend`, timed by `clock`.
+    pub(crate) fn with_clock(
+        backend: IoBackend,
+        processors: usize,
+        clock: Arc<Clock>,
+    ) -> io::Result<Arc<Driver>> {
         let id = NEXT_DRIVER_ID.fetch_add(1, Ordering::Relaxed);
         let driver = Arc::new_cyclic(|me| Driver {
             me: me.clone(),
             id,
             backend,
-            epoch: Instant::now(),
+            epoch: clock.epoch(),
+            clock,
             procs: RwLock::new(Vec::new()),
             foreign: AtomicUsize::new(0),
             procs_version: AtomicU64::new(1),
@@ -398,6 +417,7 @@ impl Driver {
             sleep: SleepState::new(),
             futex: AtomicU32::new(0),
             outstanding: AtomicUsize::new(0),
+            marks: EngineMarks::default(),
             unflushed: AtomicU32::new(0),
             iterations: AtomicU64::new(0),
             submit_thread: self.submit_thread.clone(),
@@ -505,9 +525,11 @@ impl Driver {
             .ok_or_else(shut_down_error)
     }
 
-    /// Milliseconds since the driver's epoch, rounded down.
+    /// Milliseconds since the driver's epoch, rounded down, on the
+    /// runtime's clock (virtual while paused).
+    #[inline]
     pub(crate) fn now_tick(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.clock.now_tick()
     }
 
     /// The first tick at or after `instant`.
@@ -519,12 +541,6 @@ impl Driver {
         } else {
             ms
         }
-    }
-
-    fn instant_of(&self, tick: u64) -> Instant {
-        self.epoch
-            .checked_add(Duration::from_millis(tick))
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
     }
 
     /// Host hook: top of processor `p`'s scheduling iteration.
@@ -700,8 +716,7 @@ impl Driver {
             Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
         }
         self.fire_timers(other, &mut st, &mut fired);
-        drop(st);
-        fired.into_iter().for_each(Waker::wake);
+        other.marks.wake_after_unlock(st, fired);
     }
 
     /// The other processors that are awake, and their iteration counts now:
@@ -742,8 +757,7 @@ impl Driver {
             // token (the `Host::park` contract): return at once.
             let woken = std::mem::take(&mut st.woken);
             if woken || !fired.is_empty() {
-                drop(st);
-                fired.into_iter().for_each(Waker::wake);
+                proc.marks.wake_after_unlock(st, fired);
                 return;
             }
             let until = proc.next_timer.load(Ordering::Relaxed);
@@ -767,13 +781,12 @@ impl Driver {
             };
             let bounded = in_flight && !wake_armed;
             proc.sleep.commit(&*st, until, mode);
+            // None while the clock is paused: only `advance` and
+            // auto-advance move it.
             let timer = if until == NO_TIMER {
                 None
             } else {
-                Some(
-                    self.instant_of(until)
-                        .saturating_duration_since(Instant::now()),
-                )
+                self.clock.real_wait_until(until)
             };
             if watched.is_empty() && !bounded {
                 timer
@@ -781,22 +794,29 @@ impl Driver {
                 Some(timer.map_or(WATCH_PERIOD, |t| t.min(WATCH_PERIOD)))
             }
         };
+        if self.clock.is_paused_hint() {
+            // Committed: if the whole runtime is idle now, the clock jumps
+            // to the earliest timer and its processor (this one too) is
+            // woken (time/clock.md).
+            self.clock.auto_advance();
+        }
+        let mut events = Vec::new();
         match &proc.engine {
             _ if proc.sleep.own_mode() == ON_FUTEX => proc.futex_wait(timeout),
             Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
-            Engine::Poll(poller) => {
-                let mut events = Vec::new();
-                poller.wait(timeout, &mut events);
-                let mut st = proc.lock();
-                poller.dispatch(&mut st, &events, &mut fired);
-            }
+            Engine::Poll(poller) => poller.wait(timeout, &mut events),
         }
         let mut st = proc.lock();
+        if let Engine::Poll(poller) = &proc.engine {
+            // Under the lock that the wakers are woken after, so that the
+            // paused clock's idle check never finds them out of the engine
+            // and not yet counted (time/clock.md).
+            poller.dispatch(&mut st, &events, &mut fired);
+        }
         proc.sleep.awake(&*st);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
-        drop(st);
-        fired.into_iter().for_each(Waker::wake);
+        proc.marks.wake_after_unlock(st, fired);
         for (other, seen) in watched {
             let has_work = other.outstanding.load(Ordering::Relaxed) != 0
                 || other.next_timer.load(Ordering::Relaxed) != NO_TIMER;
@@ -848,6 +868,9 @@ impl Driver {
             return;
         }
         if let Some(proc) = self.procs().get(p) {
+            // Its `sem` just left ASLEEP: the paused clock's idle check
+            // counts this (time/clock.md).
+            proc.marks.roused();
             proc.notify();
         }
     }
@@ -935,6 +958,65 @@ impl Driver {
         }
         fired.into_iter().for_each(Waker::wake);
         Ok(key.map(|k| (proc, k)))
+    }
+}
+
+/// What the runtime's clock asks of its drivers (time/clock.md).
+impl Driver {
+    /// The processors whose engines have not stopped.
+    pub(crate) fn live_processors(&self) -> Vec<usize> {
+        self.procs()
+            .iter()
+            .filter(|proc| !proc.lock().stopped)
+            .map(|proc| proc.index)
+            .collect()
+    }
+
+    /// The idle check's look at every live engine, under its lock: false
+    /// if one has I/O in flight (an operation in the ring; on the fallback
+    /// backend, a task waiting for a socket's readiness) or wakers not yet
+    /// handed out. Adds the drains begun and the earliest timer to `scan`.
+    pub(crate) fn idle_scan(&self, scan: &mut IdleScan) -> bool {
+        for proc in self.procs().iter() {
+            let st = proc.lock();
+            if st.stopped {
+                continue;
+            }
+            scan.drains_begun += proc.marks.drains_begun(&st);
+            let in_flight = match &proc.engine {
+                Engine::Uring(_) => proc.outstanding.load(Ordering::Relaxed) != 0,
+                Engine::Poll(_) => st.fds.iter().any(|(_, fd)| fd.has_waiters()),
+            };
+            if in_flight || st.woken || !st.pending_wakers.is_empty() {
+                return false;
+            }
+            scan.earliest = scan.earliest.min(proc.next_timer.load(Ordering::Relaxed));
+        }
+        true
+    }
+
+    /// Every engine's wake-ups and finished drains, added to `activity`.
+    pub(crate) fn add_marks(&self, activity: &mut Activity) {
+        for proc in self.procs().iter() {
+            proc.marks.add_to(activity);
+        }
+    }
+
+    /// Wakes the owner of every engine with a timer due by `tick` (a
+    /// parked owner's timers are its own to fire).
+    pub(crate) fn notify_due(&self, tick: u64) {
+        for proc in self.procs().iter() {
+            if proc.next_timer.load(Ordering::Relaxed) <= tick {
+                proc.notify();
+            }
+        }
+    }
+
+    /// Wakes every owner, to wait again for its timers (the clock resumed).
+    pub(crate) fn notify_all(&self) {
+        for proc in self.procs().iter() {
+            proc.notify();
+        }
     }
 }
 

@@ -59,6 +59,14 @@ struct FdInner {
     /// Tasks waiting per direction: several tasks may share a socket (two
     /// acceptors on one listener), so every one of them is kept.
     wakers: [Vec<Waker>; 2],
+    /// Per direction, operation futures ([`Registration::io`]) waiting now,
+    /// and whether a poll-based wait ([`Registration::poll_io`], which has
+    /// no future to notice it is dropped) registered since the last event:
+    /// what the paused clock counts as I/O in flight (`has_waiters`).
+    /// Wakers may outlive their waits (a dropped waiter's stays until the
+    /// next event), so `wakers` cannot tell.
+    futures_waiting: [u32; 2],
+    polled_waiting: [bool; 2],
     /// The processor stopped: nothing will report readiness any more.
     stopped: bool,
 }
@@ -78,6 +86,35 @@ impl FdState {
             if hit {
                 inner.ticks[dir] += 1;
                 fired.append(&mut inner.wakers[dir]);
+                inner.polled_waiting[dir] = false;
+            }
+        }
+    }
+
+    /// Whether a task waits for this descriptor's readiness now (the
+    /// paused clock's idle check; the caller holds the engine's lock, which
+    /// comes before this one).
+    pub(crate) fn has_waiters(&self) -> bool {
+        let inner = self.lock();
+        inner.futures_waiting.iter().any(|&n| n != 0) || inner.polled_waiting.iter().any(|&p| p)
+    }
+}
+
+/// An operation future's count in `futures_waiting` while it waits, taken
+/// back when it completes or is dropped.
+struct Waiting<'a> {
+    state: &'a FdState,
+    /// The directions it waits in (read, write), each counted.
+    dirs: [bool; 2],
+    counted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            let mut inner = self.state.lock();
+            for d in (0..2).filter(|&d| self.dirs[d]) {
+                inner.futures_waiting[d] -= 1;
             }
         }
     }
@@ -169,6 +206,7 @@ impl Poller {
             for wakers in &mut inner.wakers {
                 fired.append(wakers);
             }
+            inner.polled_waiting = [false; 2];
         }
     }
 }
@@ -258,6 +296,7 @@ pub(crate) fn rehome(driver: &Driver, from: &Proc, state: &Arc<FdState>, fired: 
         inner.ticks[dir] += 1;
         fired.append(&mut inner.wakers[dir]);
     }
+    inner.polled_waiting = [false; 2];
 }
 
 impl Registration {
@@ -283,6 +322,8 @@ impl Registration {
             inner: Mutex::new(FdInner {
                 ticks: [0; 2],
                 wakers: [Vec::new(), Vec::new()],
+                futures_waiting: [0; 2],
+                polled_waiting: [false; 2],
                 stopped: false,
             }),
         });
@@ -325,7 +366,19 @@ impl Registration {
         &self,
         cx: &mut Context<'_>,
         dirs: [bool; 2],
+        attempt: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_wait(cx, dirs, attempt, None)
+    }
+
+    /// `poll_io_dirs`; `counted` is the calling future's `Waiting::counted`
+    /// (`None`: a poll-based wait).
+    fn poll_wait<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dirs: [bool; 2],
         mut attempt: impl FnMut() -> io::Result<R>,
+        counted: Option<&mut bool>,
     ) -> Poll<io::Result<R>> {
         std::task::ready!(coop::poll_proceed(cx));
         loop {
@@ -349,6 +402,20 @@ impl Registration {
                             inner.wakers[d].push(cx.waker().clone());
                         }
                     }
+                    match counted {
+                        Some(counted) if !*counted => {
+                            for d in (0..2).filter(|&d| dirs[d]) {
+                                inner.futures_waiting[d] += 1;
+                            }
+                            *counted = true;
+                        }
+                        Some(_) => {}
+                        None => {
+                            for d in (0..2).filter(|&d| dirs[d]) {
+                                inner.polled_waiting[d] = true;
+                            }
+                        }
+                    }
                     return Poll::Pending;
                 }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
@@ -364,9 +431,11 @@ impl Registration {
     pub(crate) async fn io<R>(
         &self,
         dir: Direction,
-        mut attempt: impl FnMut() -> io::Result<R>,
+        attempt: impl FnMut() -> io::Result<R>,
     ) -> io::Result<R> {
-        std::future::poll_fn(|cx| self.poll_io(cx, dir, &mut attempt)).await
+        let mut dirs = [false; 2];
+        dirs[dir as usize] = true;
+        self.io_dirs(dirs, attempt).await
     }
 
     /// [`poll_io_dirs`](Self::poll_io_dirs) as a future.
@@ -375,7 +444,15 @@ impl Registration {
         dirs: [bool; 2],
         mut attempt: impl FnMut() -> io::Result<R>,
     ) -> io::Result<R> {
-        std::future::poll_fn(|cx| self.poll_io_dirs(cx, dirs, &mut attempt)).await
+        let mut waiting = Waiting {
+            state: &self.state,
+            dirs,
+            counted: false,
+        };
+        std::future::poll_fn(|cx| {
+            self.poll_wait(cx, dirs, &mut attempt, Some(&mut waiting.counted))
+        })
+        .await
     }
 }
 
