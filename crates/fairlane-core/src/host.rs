@@ -1,5 +1,7 @@
 //! What the core needs from its host: time, identity, and a way to block.
 
+use core::task::Waker;
+
 /// The services a host (the std runtime, or a library OS) plugs into the
 /// scheduler core. The core knows nothing of threads, clocks or system calls;
 /// everything it needs from them goes through these four methods.
@@ -85,5 +87,49 @@ pub unsafe trait Host: Send + Sync + 'static {
     fn cache_domain(&self, processor: usize) -> usize {
         let _ = processor;
         0
+    }
+
+    /// Called on a processor's thread right before it polls a task, with the
+    /// waker that poll gets. A host that keeps the waker's address (in a
+    /// thread-local) can let a future of that task ask to run again after
+    /// this poll without waking the waker, whose wake costs a
+    /// read-modify-write of the task's state word: the host recognises the
+    /// task's own waker by its address, which no other live waker has while
+    /// the poll lasts, and answers true from
+    /// [`poll_ended`](Host::poll_ended). The default does nothing.
+    ///
+    /// # Example
+    /// ```
+    /// # use core::sync::atomic::{AtomicU64, Ordering};
+    /// # struct H(AtomicU64);
+    /// unsafe impl fairlane_core::Host for H {
+    /// #   fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+    /// #   fn current_processor(&self) -> Option<usize> { None }
+    /// #   fn park(&self, _: usize) {}
+    /// #   fn unpark(&self, _: usize) {}
+    ///     // A host that does not keep the waker: every yield wakes it.
+    ///     fn poll_started(_waker: &core::task::Waker) {}
+    ///     fn poll_ended() -> bool { false }
+    /// }
+    /// ```
+    #[inline]
+    fn poll_started(waker: &Waker)
+    where
+        Self: Sized,
+    {
+        let _ = waker;
+    }
+
+    /// Called on the same thread when that poll has returned (or unwound):
+    /// whether a future of the task asked, through the host, to be queued
+    /// again, as if its waker had been woken during the poll. The host
+    /// forgets the waker here. Answering true for a poll that asked nothing
+    /// is harmless (a spurious wake-up); the default answers false.
+    #[inline]
+    fn poll_ended() -> bool
+    where
+        Self: Sized,
+    {
+        false
     }
 }

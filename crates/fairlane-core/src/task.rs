@@ -148,6 +148,16 @@ impl<H: Host> Schedule for TaskMeta<H> {
     fn schedule(runnable: Runnable<Self>) {
         schedule(runnable);
     }
+
+    #[inline]
+    fn poll_started(waker: &core::task::Waker) {
+        H::poll_started(waker);
+    }
+
+    #[inline]
+    fn poll_ended() -> bool {
+        H::poll_ended()
+    }
 }
 
 /// The schedule function of every task. A closed cluster hands the runnable
@@ -1082,13 +1092,7 @@ impl<H: Host> Future for TasksFinished<H> {
 }
 
 /// The future a task actually runs: the user's future, cut short by abort.
-///
-/// Not over-aligned: a task's allocation is its header and this, rounded
-/// up by the allocator, not whole cache lines. A task's header may then
-/// share a line with a neighbouring allocation (another task's future,
-/// polled on another processor); padding every task to two lines against
-/// that cost more memory and, with the allocator's aligned path, more per
-/// spawn than it saved (BENCHMARKS.md, "Task cell alignment").
+/// (The cell around it is aligned to a cache line: see `raw::Cell`.)
 struct Supervised<F, H: Host> {
     future: F,
     slot: RegistrySlot<H>,

@@ -6,6 +6,7 @@
 use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::Waker;
 
 use fairlane_core::Host;
 
@@ -14,6 +15,27 @@ use crate::io::driver::Driver;
 thread_local! {
     /// `(runtime id, processor)` of the processor this thread runs, if any.
     static PROCESSOR: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+    /// While a task is polled on this thread: the address of the waker its
+    /// poll got, and whether a future of the task asked to run again
+    /// (`run_again`). Null between polls.
+    static POLL: Cell<(*const Waker, bool)> = const { Cell::new((std::ptr::null(), false)) };
+}
+
+/// Asks for the task that `waker` wakes to be polled again soon, as
+/// `waker.wake_by_ref()` does (`yield_now`, an exhausted budget). When
+/// `waker` is the very waker the task's running poll got on this thread
+/// (the same address: no other live waker has it while the poll lasts), the
+/// request is noted in a thread-local and the task is queued again when the
+/// poll returns, in the same write of its state word that ends the poll,
+/// instead of in a write of its own now.
+#[inline]
+pub(crate) fn run_again(waker: &Waker) {
+    let (polling, _) = POLL.get();
+    if std::ptr::eq(polling, waker) {
+        POLL.set((polling, true));
+    } else {
+        waker.wake_by_ref();
+    }
 }
 
 static NEXT_RUNTIME_ID: AtomicUsize = AtomicUsize::new(1);
@@ -70,6 +92,16 @@ impl StdHost {
 // the replacement registers, and registers again only after the replacement
 // has unregistered and been joined.
 unsafe impl Host for StdHost {
+    #[inline]
+    fn poll_started(waker: &Waker) {
+        POLL.set((waker, false));
+    }
+
+    #[inline]
+    fn poll_ended() -> bool {
+        POLL.replace((std::ptr::null(), false)).1
+    }
+
     #[inline]
     fn now(&self) -> u64 {
         // The TSC is constant-rate and synchronised across cores on every

@@ -457,9 +457,10 @@ impl Future for YieldNow {
             return Poll::Ready(());
         }
         self.yielded = true;
-        // A wake during the poll re-queues the task exactly once, after the
-        // poll returns (task.md in fairlane-core).
-        cx.waker().wake_by_ref();
+        // Re-queued exactly once, after the poll returns (task.md in
+        // fairlane-core): by the write that ends the poll when this is the
+        // task's own waker, else by a wake.
+        crate::host::run_again(cx.waker());
         Poll::Pending
     }
 }

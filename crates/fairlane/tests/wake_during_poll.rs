@@ -385,3 +385,140 @@ fn woken_at_random_by_others_while_waking_itself_2_processors() {
 fn woken_at_random_by_others_while_waking_itself_4_processors() {
     chaos(4);
 }
+
+/// A waker that counts its wakes and forwards them to the task's own.
+struct Forwarding {
+    inner: Waker,
+    wakes: AtomicUsize,
+}
+
+impl std::task::Wake for Forwarding {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.wakes.fetch_add(1, Ordering::SeqCst);
+        self.inner.wake_by_ref();
+    }
+}
+
+/// Polls `yield_now` with a waker of its own (as a combinator that tracks
+/// which of its children woke does), then with the task's.
+struct YieldThroughAWrapper {
+    inner: Option<Pin<Box<fairlane::task::YieldNow>>>,
+    wrapper: Option<Arc<Forwarding>>,
+    polls: u32,
+}
+
+impl Future for YieldThroughAWrapper {
+    type Output = usize;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<usize> {
+        self.polls += 1;
+        let wrapper = self
+            .wrapper
+            .get_or_insert_with(|| {
+                Arc::new(Forwarding {
+                    inner: cx.waker().clone(),
+                    wakes: AtomicUsize::new(0),
+                })
+            })
+            .clone();
+        let waker = Waker::from(wrapper.clone());
+        let mut inner_cx = Context::from_waker(&waker);
+        let inner = self
+            .inner
+            .get_or_insert_with(|| Box::pin(fairlane::task::yield_now()));
+        match inner.as_mut().poll(&mut inner_cx) {
+            Poll::Ready(()) => Poll::Ready(wrapper.wakes.load(Ordering::SeqCst)),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+/// A yield whose waker is not the task's own (a combinator's) must wake
+/// that waker: the task runs again only because the wrapper forwards the
+/// wake, and the combinator learns which child to poll. The runtime may
+/// requeue a task without a wake only for the task's own waker.
+#[test]
+fn a_yield_through_another_waker_wakes_that_waker() {
+    let _serial = serial();
+    with_deadline("yield_through_a_wrapper", DEADLINE, String::new, || {
+        for processors in [1, 2] {
+            let rt = runtime(processors);
+            let wakes = rt
+                .block_on(rt.spawn(YieldThroughAWrapper {
+                    inner: None,
+                    wrapper: None,
+                    polls: 0,
+                }))
+                .unwrap();
+            assert_eq!(wakes, 1, "the yield must wake the waker it was polled with");
+        }
+    });
+}
+
+/// Counts the polls of the future it wraps.
+struct CountPolls<F> {
+    inner: Pin<Box<F>>,
+    polls: Arc<AtomicU64>,
+}
+
+impl<F: Future> Future for CountPolls<F> {
+    type Output = F::Output;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        self.polls.fetch_add(1, Ordering::SeqCst);
+        self.inner.as_mut().poll(cx)
+    }
+}
+
+/// A task yielding with its own waker (the requeue the runtime does without
+/// a wake) runs again exactly once per yield, and lets the other ready
+/// tasks run in between: 1,000 yields take exactly 1,001 polls, and two
+/// such tasks on one processor interleave.
+#[test]
+fn a_yield_with_the_tasks_own_waker_requeues_it_once_behind_the_others() {
+    let _serial = serial();
+    with_deadline("yield_own_waker", DEADLINE, String::new, || {
+        let rt = runtime(1);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let polls: Vec<Arc<AtomicU64>> = (0..2).map(|_| Arc::default()).collect();
+        let tasks: Vec<_> = (0..2u8)
+            .map(|id| {
+                let log = log.clone();
+                rt.spawn(CountPolls {
+                    inner: Box::pin(async move {
+                        for _ in 0..1_000 {
+                            log.lock().unwrap().push(id);
+                            fairlane::task::yield_now().await;
+                        }
+                    }),
+                    polls: polls[usize::from(id)].clone(),
+                })
+            })
+            .collect();
+        rt.block_on(async {
+            for t in tasks {
+                t.await.unwrap();
+            }
+        });
+        for (id, p) in polls.iter().enumerate() {
+            assert_eq!(
+                p.load(Ordering::SeqCst),
+                1_001,
+                "task {id}: one poll per yield, plus the last"
+            );
+        }
+        let log = log.lock().unwrap();
+        // The ready queue is FIFO up to ties between its lanes: each yield
+        // goes behind the other task, give or take a place.
+        for window in log[..1_990].windows(10) {
+            assert!(
+                window.contains(&0) && window.contains(&1),
+                "a yielding task kept the processor: {window:?}"
+            );
+        }
+    });
+}

@@ -23,6 +23,21 @@ pub trait Schedule: Sized + Send + Sync + 'static {
     /// caller may hold locks (a waker's caller may): queue it, or put it
     /// aside.
     fn schedule(runnable: Runnable<Self>);
+
+    /// Called by the runner right before a poll, with the poll's waker
+    /// (see `Host::poll_started`). The default does nothing.
+    #[inline]
+    fn poll_started(waker: &Waker) {
+        let _ = waker;
+    }
+
+    /// Called by the runner once the poll has returned or unwound: whether
+    /// the task asked to be queued again without a wake (see
+    /// `Host::poll_ended`). The default answers false.
+    #[inline]
+    fn poll_ended() -> bool {
+        false
+    }
 }
 
 /// The cell's operations that depend on the future's type.
@@ -60,7 +75,14 @@ union Stage<F: Future> {
 
 /// A whole task: header first (`repr(C)`), so a header pointer is a cell
 /// pointer.
-#[repr(C)]
+///
+/// Aligned to a cache line, so that no other allocation shares the line of
+/// the state word: tasks allocated one after another are often polled on
+/// different processors, and a neighbour's writes to a shared line would
+/// make every transition of the state word a cache miss. One line, not two:
+/// that keeps a parked task small, and the state word's line is the one
+/// every poll and wake writes.
+#[repr(C, align(64))]
 struct Cell<F: Future, M> {
     header: Header<M>,
     stage: UnsafeCell<Stage<F>>,
@@ -284,9 +306,13 @@ impl<M: Schedule> Runnable<M> {
             ptr,
             future_live: true,
         };
+        M::poll_started(&waker);
+        let hooks = PollEnded::<M>(PhantomData);
         // SAFETY: `RUNNING`, and the future is live (a runnable exists only
         // for a task that is not complete).
         let ready = unsafe { (header.vtable.poll)(ptr.cast(), &mut cx, &mut guard.future_live) };
+        mem::forget(hooks);
+        let requeue = M::poll_ended();
         mem::forget(guard);
         if ready {
             // SAFETY: the output was just stored; the runnable's reference
@@ -294,7 +320,7 @@ impl<M: Schedule> Runnable<M> {
             unsafe { finish(ptr, false) };
             return;
         }
-        match header.state.idle() {
+        match header.state.idle(requeue) {
             Idle::Ok => {}
             Idle::Requeue => M::schedule(Runnable {
                 ptr,
@@ -303,6 +329,17 @@ impl<M: Schedule> Runnable<M> {
             // SAFETY: the last reference: the cell is ours to free.
             Idle::Dealloc => unsafe { (header.vtable.dealloc)(ptr.cast()) },
         }
+    }
+}
+
+/// Tells the host that a poll unwound (`Schedule::poll_ended`): it forgets
+/// the poll's waker. A request to run again is moot then, the task
+/// completes. Dropped before `Unwinding`, which completes the task.
+struct PollEnded<M: Schedule>(PhantomData<M>);
+
+impl<M: Schedule> Drop for PollEnded<M> {
+    fn drop(&mut self) {
+        let _ = M::poll_ended();
     }
 }
 

@@ -143,15 +143,16 @@ impl State {
     }
 
     /// `RUNNING` → idle after a poll that returned `Pending`: one
-    /// read-modify-write. If `NOTIFIED` (woken during the poll), `SCHEDULED`
-    /// again and the runnable's reference is kept for the new runnable;
-    /// otherwise that reference is given up in the same write. Only the
-    /// runner.
+    /// read-modify-write. If `NOTIFIED` (woken during the poll) or
+    /// `requeue` (the task asked the host to run again, `Host::poll_ended`),
+    /// `SCHEDULED` again and the runnable's reference is kept for the new
+    /// runnable; otherwise that reference is given up in the same write.
+    /// Only the runner.
     #[inline]
-    pub(crate) fn idle(&self) -> Idle {
+    pub(crate) fn idle(&self, requeue: bool) -> Idle {
         self.update(|s| {
             debug_assert!(s.has(RUNNING) && !s.has(SCHEDULED | COMPLETE));
-            if s.has(NOTIFIED) {
+            if requeue || s.has(NOTIFIED) {
                 (Some(s.0 & !(RUNNING | NOTIFIED) | SCHEDULED), Idle::Requeue)
             } else {
                 let next = (s.0 & !RUNNING) - REF_ONE;

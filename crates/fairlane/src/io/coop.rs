@@ -34,7 +34,7 @@ pub(crate) fn clear() {
 #[inline]
 pub(crate) fn poll_proceed(cx: &mut Context<'_>) -> Poll<()> {
     if REMAINING.with(Cell::get) == Some(0) {
-        cx.waker().wake_by_ref();
+        crate::host::run_again(cx.waker());
         Poll::Pending
     } else {
         Poll::Ready(())
