@@ -49,6 +49,7 @@ extern crate alloc;
 mod host;
 mod idle;
 mod lane;
+mod local;
 mod queue;
 mod resize;
 mod scheduler;

@@ -16,7 +16,7 @@ use crossbeam_utils::CachePadded;
 use crate::sync::{fence, spin_hint, AtomicBool, AtomicUsize, Ordering};
 
 /// The shared words of the lock. The per-processor reader flags live with
-/// each processor's other state (`queue::Local::reading`), so that taking
+/// each processor's other state (`local::Local::reading`), so that taking
 /// the read side touches only the processor's own cache line.
 pub struct ResizeLock {
     /// Set while a writer holds, or waits for, the lock.

@@ -1,0 +1,157 @@
+//! A processor's own state: the words only the processor running the slot
+//! writes (its scheduling cursors, random state, clock reading, priority
+//! counters and counters), beside the words of other protocols that live
+//! in the same place (`stop` of `idle.md`, `reading`, `occupied` and
+//! `generation` of `resize.md`).
+
+use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+/// Per-processor state that only the owning processor writes. Relaxed
+/// loads and stores (never read-modify-writes) keep it as cheap as plain
+/// fields while letting other threads read the counters.
+pub(crate) struct Local {
+    /// Which normal lane the next own push tries first (below
+    /// `lanes_per_processor`).
+    pub(crate) push_cursor: AtomicUsize,
+    /// Pops until the next help target is drawn.
+    pub(crate) help_countdown: Countdown,
+    /// Scheduling iterations until the clock is read again
+    /// (`Config::clock_period`).
+    pub(crate) clock_countdown: Countdown,
+    pub(crate) rng: AtomicU64,
+    /// Lane index chosen as the next help target, or `NO_TARGET`.
+    pub(crate) help_target: AtomicUsize,
+    /// The clock as read at the top of the current scheduling iteration;
+    /// pushes made by this processor stamp their tasks with it.
+    pub(crate) now: AtomicU64,
+    /// Own-lane pops of other classes since the head of the normal lanes
+    /// (resp. the low lane) became ready: the priority bound's counters.
+    pub(crate) normal_waited: AtomicUsize,
+    pub(crate) low_waited: AtomicUsize,
+    pub(crate) counters: Counters,
+    /// Why the thread running this processor must return from
+    /// `run_processor`: `RELEASED` (the hand-back of `block_in_place`) or
+    /// `REMOVED` (the processor left the cluster). Checked once per
+    /// scheduling iteration.
+    pub(crate) stop: AtomicU8,
+    /// This processor's reader flag of the resize lock (`resize.md`).
+    pub(crate) reading: AtomicBool,
+    /// A thread has been promised this slot (by `add`) and has not yet
+    /// returned from running it: the slot cannot be reused before that.
+    pub(crate) occupied: AtomicBool,
+    /// Bumped each time the slot is given to a new processor, so that a
+    /// [`ProcessorId`] is never reused.
+    pub(crate) generation: AtomicU32,
+    /// The task being polled on this processor (a type-erased pointer to its
+    /// metadata), for calls that act on "the current task".
+    pub(crate) current: crate::sync::AtomicPtr<()>,
+}
+
+/// `Local::stop` bits.
+pub(crate) const RELEASED: u8 = 1;
+pub(crate) const REMOVED: u8 = 2;
+
+/// Counters each processor keeps about itself.
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) iterations: AtomicU64,
+    pub(crate) polls: AtomicU64,
+    pub(crate) parks: AtomicU64,
+    pub(crate) wakeups: AtomicU64,
+    pub(crate) host_parks: AtomicU64,
+    pub(crate) helps: AtomicU64,
+    pub(crate) steals: AtomicU64,
+}
+
+/// Adds one to an owner-written counter without a read-modify-write, and
+/// returns the new value.
+#[inline]
+pub(crate) fn bump(counter: &AtomicU64) -> u64 {
+    let value = counter.load(Ordering::Relaxed).wrapping_add(1);
+    counter.store(value, Ordering::Relaxed);
+    value
+}
+
+/// `Local::help_target` when no target is drawn.
+pub(crate) const NO_TARGET: usize = usize::MAX;
+
+impl Local {
+    pub(crate) fn new(seed: u64) -> Self {
+        Self {
+            push_cursor: AtomicUsize::new(0),
+            help_countdown: Countdown::default(),
+            clock_countdown: Countdown::default(),
+            rng: AtomicU64::new(seed | 1),
+            help_target: AtomicUsize::new(NO_TARGET),
+            now: AtomicU64::new(0),
+            normal_waited: AtomicUsize::new(0),
+            low_waited: AtomicUsize::new(0),
+            counters: Counters::default(),
+            stop: AtomicU8::new(0),
+            reading: AtomicBool::new(false),
+            occupied: AtomicBool::new(false),
+            generation: AtomicU32::new(0),
+            current: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
+        }
+    }
+
+    /// xorshift64*: the owner's private random numbers.
+    #[inline]
+    pub(crate) fn random(&self) -> u64 {
+        let mut x = self.rng.load(Ordering::Relaxed);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng.store(x, Ordering::Relaxed);
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// Post-increments an owner-only cursor that wraps at `n`.
+    #[inline]
+    pub(crate) fn next(cursor: &AtomicUsize, n: usize) -> usize {
+        let c = cursor.load(Ordering::Relaxed);
+        cursor.store(if c + 1 >= n { 0 } else { c + 1 }, Ordering::Relaxed);
+        c
+    }
+}
+
+/// An owner-only counter that says yes once every `period` calls. The hot
+/// paths count this way rather than with `%`: a division costs a few
+/// nanoseconds, and they run on every scheduling iteration or pop.
+#[derive(Default)]
+pub(crate) struct Countdown(AtomicU32);
+
+impl Countdown {
+    /// True on the first call and then once every `period` (at least 1)
+    /// calls.
+    #[inline]
+    pub(crate) fn tick(&self, period: u32) -> bool {
+        let left = self.0.load(Ordering::Relaxed);
+        let (due, next) = match left {
+            0 => (true, period - 1),
+            _ => (false, left - 1),
+        };
+        self.0.store(next, Ordering::Relaxed);
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    #[test]
+    fn countdown_says_yes_once_per_period() {
+        for period in [1, 2, 3, 8] {
+            let c = Countdown::default();
+            let due: Vec<usize> = (0..4 * period as usize)
+                .filter(|_| c.tick(period))
+                .collect();
+            assert_eq!(due.len(), 4, "period {period}");
+        }
+        let c = Countdown::default();
+        let pattern: Vec<bool> = (0..6).map(|_| c.tick(3)).collect();
+        assert_eq!(pattern, [true, false, false, true, false, false]);
+    }
+}
