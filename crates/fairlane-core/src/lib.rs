@@ -81,7 +81,16 @@ pub mod loom_task {
 pub mod loom_lane {
     pub use crate::lane::{Lane, LaneInfo, PushOutcome, EMPTY};
 }
-pub use scheduler::{PushError, RemoveError, Scheduler};
+pub use scheduler::RemoveError;
+
+/// The scheduler without tasks (ready queue, idle sleep, resizing), exposed
+/// only to its loom models (`tests/loom_idle.rs`, `tests/loom_resize.rs`):
+/// a host runs tasks through [`Cluster`].
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_scheduler {
+    pub use crate::scheduler::{PushError, Scheduler};
+}
 pub use task::{
     AbortHandle, AffinityError, Cancellable, Cluster, SpawnOptions, TaskHandle, TaskMeta,
     TasksFinished,

@@ -13,24 +13,6 @@ use crate::sync::{fence, Ordering};
 use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId};
 
 /// A ready queue, its processors' idle-sleep state, and the host they run on.
-///
-/// # Example
-/// ```
-/// # use core::sync::atomic::{AtomicU64, Ordering};
-/// # struct H(AtomicU64);
-/// # unsafe impl fairlane_core::Host for H {
-/// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
-/// #     fn current_processor(&self) -> Option<usize> { None }
-/// #     fn park(&self, _: usize) {}
-/// #     fn unpark(&self, _: usize) {}
-/// # }
-/// use fairlane_core::{Config, Scheduler};
-/// let sched = Scheduler::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
-/// sched.push("work", None).unwrap();
-/// assert_eq!(sched.next(0), Some("work"));
-/// sched.close();
-/// assert_eq!(sched.next(0), None);
-/// ```
 pub struct Scheduler<T, H> {
     queue: ReadyQueue<T>,
     idle: Idle,
@@ -118,6 +100,8 @@ impl<T, H: Host> Scheduler<T, H> {
     /// processor's own lanes; from any other thread to a lane of `preferred`,
     /// else of a processor chosen round-robin. Then at most one sleeping
     /// processor is woken. Hands the item back if the scheduler is closed.
+    /// (The loom models' push; tasks are pushed by `task::schedule`.)
+    #[cfg(any(loom, test))]
     #[inline]
     pub fn push(&self, item: T, preferred: Option<usize>) -> Result<(), T> {
         match self.host.current_processor() {
@@ -572,3 +556,33 @@ impl core::fmt::Display for RemoveError {
 }
 
 impl core::error::Error for RemoveError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sync::AtomicU64;
+
+    struct CountingHost(AtomicU64);
+
+    // SAFETY: no thread claims to be a processor.
+    unsafe impl Host for CountingHost {
+        fn now(&self) -> u64 {
+            self.0.fetch_add(1, Ordering::Relaxed)
+        }
+        fn current_processor(&self) -> Option<usize> {
+            None
+        }
+        fn park(&self, _: usize) {}
+        fn unpark(&self, _: usize) {}
+    }
+
+    #[test]
+    fn an_item_pushed_is_handed_out_once_and_a_closed_scheduler_hands_out_nothing() {
+        let sched = Scheduler::new(Config::new(1), CountingHost(AtomicU64::new(0))).unwrap();
+        sched.push("work", None).unwrap();
+        assert_eq!(sched.next(0), Some("work"));
+        sched.close();
+        assert_eq!(sched.next(0), None);
+        assert_eq!(sched.push("late", None), Err("late"));
+    }
+}

@@ -24,11 +24,9 @@ use slab::Slab;
 
 use alloc::sync::Arc;
 
-use crate::scheduler::PushError;
+use crate::scheduler::{PushError, Scheduler};
 use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
-use crate::{
-    Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId, RemoveError, Scheduler,
-};
+use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId, RemoveError};
 
 const NO_PROCESSOR: u32 = u32::MAX;
 

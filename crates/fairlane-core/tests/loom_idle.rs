@@ -9,7 +9,8 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test -p fairlane-core --release --test loom_idle`
 #![cfg(loom)]
 
-use fairlane_core::{Config, Host, Scheduler};
+use fairlane_core::loom_scheduler::Scheduler;
+use fairlane_core::{Config, Host};
 use std::cell::Cell;
 
 use loom::sync::atomic::{AtomicUsize, Ordering};

@@ -17,7 +17,8 @@
 use std::cell::Cell;
 
 use fairlane_core::loom_resize::ResizeLock;
-use fairlane_core::{Config, Host, Scheduler};
+use fairlane_core::loom_scheduler::Scheduler;
+use fairlane_core::{Config, Host};
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
