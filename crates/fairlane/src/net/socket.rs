@@ -433,8 +433,8 @@ impl Socket {
             // Eager attempt: a send that fits in the socket's buffer is done
             // by one non-blocking system call, and the task goes on within
             // the same poll instead of waiting for a completion to be reaped
-            // and being woken again (half the task wake-ups of a
-            // request-response exchange; measured in BENCHMARKS.md, "echo").
+            // and being woken again (in a request-response exchange, half
+            // the task's wake-ups).
             // Only a send that would block goes through the ring.
             crate::io::coop::proceed().await;
             let len = buf.bytes_init() - start;
