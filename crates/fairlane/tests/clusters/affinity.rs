@@ -10,10 +10,63 @@ use std::thread;
 use std::time::Duration;
 
 use fairlane::task::{current_processor, ProcessorId};
-use fairlane::Runtime;
+use fairlane::{JoinHandle, Runtime};
 
-use crate::common::clusters::{build, Resizer};
+use crate::common::clusters::{build, remove_while_spinning, Resizer};
 use crate::common::{serial, wait_until, with_deadline, Signal, DEADLINE};
+
+/// A task restricted to `set` that, `steps` times, yields, then wakes its
+/// partner (`to_partner`) and waits for it (`to_task`), recording its
+/// processor at every poll step (`2 * steps + 1` records). Returns the task
+/// and the two signals, `(task, to_task, to_partner)`.
+fn spawn_pinger(
+    rt: &Runtime,
+    set: &[ProcessorId],
+    steps: usize,
+) -> (
+    JoinHandle<Vec<Option<ProcessorId>>>,
+    Arc<Signal>,
+    Arc<Signal>,
+) {
+    let (to_task, to_partner) = (Signal::new(), Signal::new());
+    let task = {
+        let (to_task, to_partner) = (to_task.clone(), to_partner.clone());
+        fairlane::task::Builder::new()
+            .affinity(set.to_vec())
+            .spawn_on(
+                async move {
+                    let mut seen = Vec::with_capacity(2 * steps + 1);
+                    for _ in 0..steps {
+                        seen.push(current_processor());
+                        fairlane::yield_now().await;
+                        seen.push(current_processor());
+                        to_partner.notify();
+                        to_task.wait().await;
+                    }
+                    seen.push(current_processor());
+                    seen
+                },
+                rt.handle(),
+            )
+            .expect("spawn restricted")
+    };
+    (task, to_task, to_partner)
+}
+
+/// A pinger's partner on a plain thread: `steps` times, waits for the
+/// pinger and wakes it.
+fn partner_thread(
+    to_task: Arc<Signal>,
+    to_partner: Arc<Signal>,
+    steps: usize,
+) -> thread::JoinHandle<()> {
+    thread::spawn(move || {
+        for _ in 0..steps {
+            to_partner.wait_blocking();
+            to_task.notify();
+        }
+    })
+}
 
 /// Restricted tasks, each woken alternately by itself (yield) and by a
 /// partner (an unrestricted task or a plain thread), under a load of
@@ -47,29 +100,7 @@ fn affinity_keeps_tasks_on_their_processors() {
         let mut partner_threads = Vec::new();
         for (k, set) in sets.iter().enumerate() {
             for j in 0..PER_SET {
-                let to_task = Signal::new();
-                let to_partner = Signal::new();
-                let task = {
-                    let (to_task, to_partner) = (to_task.clone(), to_partner.clone());
-                    fairlane::task::Builder::new()
-                        .affinity(set.clone())
-                        .spawn_on(
-                            async move {
-                                let mut seen = Vec::with_capacity(2 * STEPS + 1);
-                                for _ in 0..STEPS {
-                                    seen.push(current_processor());
-                                    fairlane::yield_now().await;
-                                    seen.push(current_processor());
-                                    to_partner.notify();
-                                    to_task.wait().await;
-                                }
-                                seen.push(current_processor());
-                                seen
-                            },
-                            rt.handle(),
-                        )
-                        .expect("spawn restricted")
-                };
+                let (task, to_task, to_partner) = spawn_pinger(&rt, set, STEPS);
                 restricted.push((k, task));
                 if j % 2 == 0 {
                     partner_tasks.push(rt.spawn(async move {
@@ -79,12 +110,7 @@ fn affinity_keeps_tasks_on_their_processors() {
                         }
                     }));
                 } else {
-                    partner_threads.push(thread::spawn(move || {
-                        for _ in 0..STEPS {
-                            to_partner.wait_blocking();
-                            to_task.notify();
-                        }
-                    }));
+                    partner_threads.push(partner_thread(to_task, to_partner, STEPS));
                 }
             }
         }
@@ -260,17 +286,7 @@ fn a_queued_task_whose_processor_is_removed_is_rehomed() {
                     .expect("spawn restricted")
             })
             .collect();
-        let remover = {
-            let (cluster, removed) = (cluster.clone(), removed.clone());
-            thread::spawn(move || {
-                let result = cluster.remove_processor(victim);
-                removed.store(true, Ordering::SeqCst);
-                result
-            })
-        };
-        thread::sleep(Duration::from_millis(50)); // not an assertion, see above
-        release.store(true, Ordering::SeqCst);
-        remover.join().unwrap().expect("remove the victim");
+        remove_while_spinning(&cluster, victim, &release, &removed).expect("remove the victim");
         assert_eq!(rt.block_on(spinner).unwrap(), Some(victim));
         assert_eq!(cluster.processors(), [keeper]);
         for task in queued {
@@ -305,35 +321,9 @@ fn affinity_holds_while_other_processors_are_resized() {
         let mut partners = Vec::new();
         for (k, set) in sets.iter().enumerate() {
             for _ in 0..4 {
-                let to_task = Signal::new();
-                let to_partner = Signal::new();
-                let task = {
-                    let (to_task, to_partner) = (to_task.clone(), to_partner.clone());
-                    fairlane::task::Builder::new()
-                        .affinity(set.clone())
-                        .spawn_on(
-                            async move {
-                                let mut seen = Vec::new();
-                                for _ in 0..STEPS {
-                                    seen.push(current_processor());
-                                    fairlane::yield_now().await;
-                                    seen.push(current_processor());
-                                    to_partner.notify();
-                                    to_task.wait().await;
-                                }
-                                seen
-                            },
-                            rt.handle(),
-                        )
-                        .expect("spawn restricted")
-                };
+                let (task, to_task, to_partner) = spawn_pinger(&rt, set, STEPS);
                 tasks.push((k, task));
-                partners.push(thread::spawn(move || {
-                    for _ in 0..STEPS {
-                        to_partner.wait_blocking();
-                        to_task.notify();
-                    }
-                }));
+                partners.push(partner_thread(to_task, to_partner, STEPS));
             }
         }
         // Started once the tasks are spawned: a set naming only a removed

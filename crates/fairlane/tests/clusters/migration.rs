@@ -132,10 +132,7 @@ fn migrating_back_and_forth_loses_nothing() {
     const TRIPS: usize = 100;
     let _serial = serial();
     let trips = Trips::new(TASKS);
-    let progress = trips.progress();
-    let trips2 = trips.clone();
-    with_deadline("migrate_many", DEADLINE, progress, move || {
-        let trips = trips2;
+    trips.run("migrate_many", move |trips| {
         let rt = build(Runtime::builder().processors(1).cluster("b", 2));
         let b = rt.cluster("b").unwrap();
         let default = rt.handle().cluster();
@@ -382,10 +379,7 @@ fn migrating_while_the_target_cluster_is_resized() {
     const TRIPS: usize = 100;
     let _serial = serial();
     let trips = Trips::new(TASKS);
-    let progress = trips.progress();
-    let trips2 = trips.clone();
-    let (ops, log) = with_deadline("migrate_resizing", DEADLINE, progress, move || {
-        let trips = trips2;
+    let (ops, log) = trips.run("migrate_resizing", move |trips| {
         let rt = build(
             Runtime::builder()
                 .processors(1)

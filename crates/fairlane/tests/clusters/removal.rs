@@ -6,13 +6,11 @@
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::thread;
-use std::time::Duration;
 
 use fairlane::task::{current_processor, ProcessorId};
 use fairlane::Runtime;
 
-use crate::common::clusters::{assert_runs_on, build, sorted, Steps};
+use crate::common::clusters::{assert_runs_on, build, remove_while_spinning, sorted, Steps};
 use crate::common::{serial, wait_until, with_deadline, Signal, DEADLINE};
 
 /// A poll of a moved task: (task, processor, whether the removal had
@@ -82,22 +80,7 @@ fn removing_a_processor_moves_its_queued_tasks() {
         wait_until("the spinner to spawn its tasks", || {
             spawned.load(Ordering::SeqCst)
         });
-        let remover = {
-            let (cluster, removed) = (cluster.clone(), removed.clone());
-            thread::spawn(move || {
-                let result = cluster.remove_processor(victim);
-                removed.store(true, Ordering::SeqCst);
-                result
-            })
-        };
-        // Not an assertion: gives the remover time to announce itself before
-        // the spinner's poll ends, so that the tasks are still queued on
-        // `victim` when it goes. Either way the checks below must hold.
-        thread::sleep(Duration::from_millis(50));
-        release.store(true, Ordering::SeqCst);
-        remover
-            .join()
-            .unwrap()
+        remove_while_spinning(&cluster, victim, &release, &removed)
             .expect("remove_processor(victim) while it runs a task");
         assert_eq!(cluster.processors(), [keeper]);
 

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use fairlane::task::{current_processor, ProcessorId};
 use fairlane::{Cluster, Handle, Runtime};
 
-use super::{Rng, DEADLINE};
+use super::{with_deadline, Rng, DEADLINE};
 
 /// Builds a runtime from `builder`.
 pub fn build(builder: &mut fairlane::Builder) -> Runtime {
@@ -191,6 +191,32 @@ pub fn add_when_a_slot_is_free(cluster: &Cluster) -> ProcessorId {
     }
 }
 
+/// Removes `victim` from a plain thread while a task polled on it spins
+/// until `release`: starts the removal (which waits for that poll to end),
+/// gives the remover a moment to announce itself, so that the tasks queued
+/// on `victim` are still there when it goes (not an assertion: the
+/// caller's checks must hold either way), releases the spinner, and
+/// returns the removal's result. `removed` is set as soon as the removal
+/// has returned.
+pub fn remove_while_spinning(
+    cluster: &Cluster,
+    victim: ProcessorId,
+    release: &AtomicBool,
+    removed: &Arc<AtomicBool>,
+) -> std::io::Result<()> {
+    let remover = {
+        let (cluster, removed) = (cluster.clone(), removed.clone());
+        thread::spawn(move || {
+            let result = cluster.remove_processor(victim);
+            removed.store(true, Ordering::SeqCst);
+            result
+        })
+    };
+    thread::sleep(Duration::from_millis(50));
+    release.store(true, Ordering::SeqCst);
+    remover.join().expect("the remover thread")
+}
+
 /// After resizing: every removed processor's slot comes free again (its
 /// thread left), so the cluster grows back to `max`; then it shrinks to one
 /// processor, and tasks keep running on exactly the processors it has.
@@ -304,6 +330,17 @@ impl Trips {
             let v: Vec<usize> = trips.0.iter().map(|x| x.load(Ordering::Relaxed)).collect();
             format!("round trips {v:?}")
         }
+    }
+
+    /// Runs `scenario` with these counters under the deadline (see
+    /// [`with_deadline`]), their counts in its hang message.
+    pub fn run<T: Send + 'static>(
+        &self,
+        name: &str,
+        scenario: impl FnOnce(Trips) -> T + Send + 'static,
+    ) -> T {
+        let trips = self.clone();
+        with_deadline(name, DEADLINE, self.progress(), move || scenario(trips))
     }
 
     /// Asserts that every task made `trips` round trips.
