@@ -7,8 +7,9 @@
 //! [`Cluster::run_processor`] once per processor thread.
 //!
 //! The protocols are explained beside their code: `queue.md` (lanes, push,
-//! pop, helping, stealing), `idle.md` (idle sleep), `task.md` (the task
-//! cell's state machine, the registry, shutdown).
+//! pop, helping, stealing), `idle.md` (idle sleep), `resize.md` (adding and
+//! removing processors while tasks run), `task.md` (the task cell's state
+//! machine, the registry, shutdown).
 //!
 //! # Example
 //! A library OS runs a cluster on its own threads; here, one processor on a
@@ -167,10 +168,23 @@ pub enum Priority {
 }
 
 /// Most processors a cluster may have.
+///
+/// # Example
+/// ```
+/// let config = fairlane_core::Config::new(fairlane_core::MAX_PROCESSORS + 1);
+/// assert!(config.validate().is_err());
+/// ```
 pub const MAX_PROCESSORS: usize = 4096;
 
 impl Config {
     /// The defaults for `processors` processors.
+    ///
+    /// # Example
+    /// ```
+    /// let config = fairlane_core::Config::new(4);
+    /// assert_eq!((config.processors, config.max_processors), (4, 4));
+    /// assert_eq!(config.lanes_per_processor, 2);
+    /// ```
     pub fn new(processors: usize) -> Self {
         Self {
             processors,
@@ -186,6 +200,15 @@ impl Config {
     }
 
     /// Checks every setting.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane_core::{Config, ConfigError};
+    /// let mut config = Config::new(2);
+    /// assert_eq!(config.validate(), Ok(()));
+    /// config.processors = 0;
+    /// assert_eq!(config.validate(), Err(ConfigError::ZeroProcessors));
+    /// ```
     pub fn validate(&self) -> Result<(), ConfigError> {
         if self.processors == 0 {
             return Err(ConfigError::ZeroProcessors);
@@ -323,11 +346,39 @@ impl ProcessorId {
 
     /// The processor's slot: the number the host's `park`, `unpark` and
     /// `current_processor` use, and the index of its counters.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(2);
+    /// let ids = cluster.processor_ids();
+    /// assert_eq!(ids.iter().map(|id| id.index()).collect::<Vec<_>>(), [0, 1]);
+    /// # }
+    /// ```
     pub fn index(self) -> usize {
         self.index as usize
     }
 
     /// How many processors held this slot before this one.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(2);
+    /// let threads = [start(&cluster, 0), start(&cluster, 1)];
+    /// let old = cluster.processor_ids()[1];
+    /// assert_eq!(old.generation(), 0);
+    /// cluster.remove_processor(old).unwrap();
+    /// let [first, second] = threads;
+    /// second.join().unwrap(); // its thread left: the slot is free again
+    /// let new = cluster.add_processor().unwrap();
+    /// assert_eq!((new.index(), new.generation()), (1, 1));
+    /// let third = start(&cluster, 1);
+    /// stop(&cluster, [first, third]);
+    /// # }
+    /// ```
     pub fn generation(self) -> u32 {
         self.generation
     }
@@ -349,6 +400,19 @@ impl fmt::Display for ProcessorId {
 
 /// What a processor counted about itself. Counters are written only by their
 /// processor and read without synchronisation: a snapshot, not a transaction.
+///
+/// # Example
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+/// # fn main() {
+/// let cluster = cluster(1);
+/// let thread = start(&cluster, 0);
+/// assert_eq!(block_on(cluster.spawn(async { 1 })), Some(1));
+/// stop(&cluster, [thread]);
+/// let counters: fairlane_core::ProcessorCounters = cluster.counters(0);
+/// assert!(counters.polls >= 1 && counters.iterations >= counters.polls);
+/// # }
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ProcessorCounters {

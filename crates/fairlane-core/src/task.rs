@@ -431,27 +431,78 @@ impl<H: Host> Cluster<H> {
     }
 
     /// Number of processors now.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(2);
+    /// assert_eq!(cluster.processors(), 2);
+    /// cluster.add_processor().unwrap();
+    /// assert_eq!(cluster.processors(), 3);
+    /// # }
+    /// ```
     pub fn processors(&self) -> usize {
         self.sched.processors()
     }
 
     /// Number of processor slots (`Config::max_processors`): processor
     /// indices are below it.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(2); // `max_processors` 3: one spare slot
+    /// assert_eq!(cluster.capacity(), 3);
+    /// # }
+    /// ```
     pub fn capacity(&self) -> usize {
         self.sched.capacity()
     }
 
     /// The identities of the processors now, in slot order.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let ids = cluster(2).processor_ids();
+    /// assert_eq!(ids.iter().map(|id| id.index()).collect::<Vec<_>>(), [0, 1]);
+    /// # }
+    /// ```
     pub fn processor_ids(&self) -> Vec<ProcessorId> {
         self.sched.processor_ids()
     }
 
     /// Whether `id` names a processor of this cluster now.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(2);
+    /// let id = cluster.processor_ids()[1];
+    /// assert!(cluster.is_live(id));
+    /// cluster.remove_processor(id).unwrap();
+    /// assert!(!cluster.is_live(id));
+    /// # }
+    /// ```
     pub fn is_live(&self, id: ProcessorId) -> bool {
         self.sched.is_live(id)
     }
 
     /// The identity of processor `p`, if it is one of this cluster's now.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(2);
+    /// assert_eq!(cluster.processor_id(1), Some(cluster.processor_ids()[1]));
+    /// assert_eq!(cluster.processor_id(2), None); // the spare slot is empty
+    /// # }
+    /// ```
     pub fn processor_id(&self, p: usize) -> Option<ProcessorId> {
         self.processor_ids().into_iter().find(|id| id.index() == p)
     }
@@ -460,6 +511,19 @@ impl<H: Host> Cluster<H> {
     /// on a thread of its own ([`run_processor`](Self::run_processor) with
     /// its index). `None` when all `Config::max_processors` slots are taken
     /// (or the cluster is shut down).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let added = cluster.add_processor().expect("a spare slot");
+    /// let thread = start(&cluster, added.index()); // the host runs it
+    /// assert_eq!(cluster.processors(), 2);
+    /// assert!(cluster.add_processor().is_none()); // every slot is taken
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn add_processor(&self) -> Option<ProcessorId> {
         self.sched.add_processor()
     }
@@ -470,6 +534,21 @@ impl<H: Host> Cluster<H> {
     /// allowed processors — or, if none is left, lose their restriction. A
     /// cluster keeps at least one processor. Blocks until every processor has
     /// finished the poll it is in (see `resize.md`).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// use fairlane_core::RemoveError;
+    /// let cluster = cluster(2);
+    /// let threads: Vec<_> = (0..2).map(|p| start(&cluster, p)).collect();
+    /// let ids = cluster.processor_ids();
+    /// cluster.remove_processor(ids[1]).unwrap();
+    /// assert_eq!(cluster.remove_processor(ids[0]), Err(RemoveError::LastProcessor));
+    /// assert_eq!(block_on(cluster.spawn(async { 5 })), Some(5)); // on the one left
+    /// stop(&cluster, threads);
+    /// # }
+    /// ```
     pub fn remove_processor(&self, id: ProcessorId) -> Result<(), RemoveError> {
         let restricted = self.sched.remove_processor(id)?;
         for runnable in restricted {
@@ -497,6 +576,26 @@ impl<H: Host> Cluster<H> {
     /// returns `Pending`, so that it is scheduled — onto `target` — once
     /// the poll ends. Tasks stay in the registry of the cluster that spawned
     /// them.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let (a, b) = (cluster(1), cluster(1));
+    /// let threads = [start(&a, 0), start(&b, 0)];
+    /// let (from, to) = (a.clone(), b.clone());
+    /// let task = a.spawn(async move {
+    ///     from.migrate_current(&to).unwrap();
+    ///     yield_once().await; // scheduled again: onto `to`
+    ///     to.host().current_processor().is_some()
+    /// });
+    /// assert_eq!(block_on(task), Some(true));
+    /// a.shutdown();
+    /// b.shutdown();
+    /// threads.into_iter().for_each(|t| t.join().unwrap());
+    /// Cluster::cancel_all_of(&[&*a, &*b]);
+    /// # }
+    /// ```
     pub fn migrate_current(&self, target: &Arc<Cluster<H>>) -> Result<(), AffinityError> {
         let p = self
             .host()
@@ -547,6 +646,27 @@ impl<H: Host> Cluster<H> {
     /// `allowed` (`None` lifts the restriction). Takes effect from the next
     /// time the task is scheduled: a task that wants to move at once yields
     /// after the call.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// use fairlane_core::AffinityError;
+    /// let cluster = cluster(2);
+    /// let threads: Vec<_> = (0..2).map(|p| start(&cluster, p)).collect();
+    /// let second = cluster.processor_ids()[1];
+    /// let c = cluster.clone();
+    /// let task = cluster.spawn(async move {
+    ///     c.set_current_affinity(Some(vec![second].into())).unwrap();
+    ///     yield_once().await; // scheduled again: onto `second`
+    ///     c.host().current_processor()
+    /// });
+    /// assert_eq!(block_on(task), Some(Some(1)));
+    /// // Not in a task:
+    /// assert_eq!(cluster.set_current_affinity(None), Err(AffinityError::NotInTask));
+    /// stop(&cluster, threads);
+    /// # }
+    /// ```
     pub fn set_current_affinity(
         &self,
         allowed: Option<Arc<[ProcessorId]>>,
@@ -569,6 +689,16 @@ impl<H: Host> Cluster<H> {
     }
 
     /// The host.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// // This thread is not one of the cluster's processors.
+    /// assert_eq!(fairlane_core::Host::current_processor(cluster.host()), None);
+    /// # }
+    /// ```
     pub fn host(&self) -> &H {
         self.sched.host()
     }
@@ -577,6 +707,18 @@ impl<H: Host> Cluster<H> {
     /// lanes when called from one). `None` from the handle means the task
     /// was aborted or cancelled by shutdown. After shutdown the future is
     /// dropped at once, never polled, and the handle reports cancellation.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let handle = cluster.spawn(async { 6 * 7 });
+    /// assert_eq!(block_on(handle), Some(42));
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn spawn<F>(self: &Arc<Self>, future: F) -> TaskHandle<F::Output, H>
     where
         F: Future + Send + 'static,
@@ -590,6 +732,21 @@ impl<H: Host> Cluster<H> {
 
     /// [`spawn`](Self::spawn) with [`SpawnOptions`]; an affinity set that
     /// cannot work is an error (and the future is dropped).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// use fairlane_core::{Priority, SpawnOptions};
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let mut options = SpawnOptions::default();
+    /// options.priority = Priority::High;
+    /// let handle = cluster.spawn_with(async { "urgent" }, options).unwrap();
+    /// assert_eq!(block_on(handle), Some("urgent"));
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn spawn_with<F>(
         self: &Arc<Self>,
         future: F,
@@ -720,6 +877,24 @@ impl<H: Host> Cluster<H> {
     ///
     /// Returns at once if `p` is not a processor of the cluster (a bad index,
     /// or one removed before its thread started).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let c = cluster.clone();
+    /// let thread = std::thread::spawn(move || {
+    ///     // (`start` also makes the host name this thread processor 0.)
+    ///     c.run_processor(0); // until the shutdown below
+    /// });
+    /// let handle = cluster.spawn(async { 1 + 1 });
+    /// assert_eq!(block_on(handle), Some(2));
+    /// cluster.shutdown();
+    /// thread.join().unwrap();
+    /// cluster.run_processor(7); // not a processor: returns at once
+    /// # }
+    /// ```
     pub fn run_processor(&self, p: usize) {
         if self.sched.start(p) {
             self.run_loop(p);
@@ -743,6 +918,28 @@ impl<H: Host> Cluster<H> {
     /// [`release_processor(p)`](Self::release_processor) or shutdown. The
     /// own thread takes over again with
     /// [`reclaim_processor`](Self::reclaim_processor).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let own = start(&cluster, 0);
+    /// let c = cluster.clone();
+    /// let task = cluster.spawn(async move {
+    ///     // In a poll on processor 0, about to block (`block_in_place`):
+    ///     let queued = c.spawn(async { "polled by the stand-in" });
+    ///     let stand_in = as_processor(&c, 0, |c| c.run_stand_in(0));
+    ///     let got = block_on(queued); // the blocking work
+    ///     c.release_processor(0); // the stand-in returns after its poll
+    ///     stand_in.join().unwrap();
+    ///     assert!(c.reclaim_processor(0)); // this thread runs processor 0 again
+    ///     got
+    /// });
+    /// assert_eq!(block_on(task), Some(Some("polled by the stand-in")));
+    /// stop(&cluster, [own]);
+    /// # }
+    /// ```
     pub fn run_stand_in(&self, p: usize) {
         // The own thread is inside a poll (the one that blocks): give it its
         // current task back when it takes over again, for calls that act on
@@ -774,6 +971,24 @@ impl<H: Host> Cluster<H> {
     /// Used to hand a processor back from a replacement thread (std's
     /// `block_in_place`). Call [`reclaim_processor`](Self::reclaim_processor)
     /// once that thread has returned.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let own = start(&cluster, 0);
+    /// let c = cluster.clone();
+    /// let task = cluster.spawn(async move {
+    ///     let stand_in = stand_in(&c, 0); // `run_stand_in(0)` on another thread
+    ///     c.release_processor(0);
+    ///     stand_in.join().unwrap(); // it returned
+    ///     c.reclaim_processor(0)
+    /// });
+    /// assert_eq!(block_on(task), Some(true));
+    /// stop(&cluster, [own]);
+    /// # }
+    /// ```
     pub fn release_processor(&self, p: usize) {
         self.sched.release(p);
     }
@@ -783,6 +998,26 @@ impl<H: Host> Cluster<H> {
     /// return. Returns false if `p` was removed meanwhile: the thread then
     /// finishes its poll as an outside thread (what it wakes goes to the
     /// other processors), and `run_processor` ends after it.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let own = start(&cluster, 0);
+    /// let c = cluster.clone();
+    /// let task = cluster.spawn(async move {
+    ///     let stand_in = stand_in(&c, 0);
+    ///     c.release_processor(0);
+    ///     stand_in.join().unwrap();
+    ///     let again = c.reclaim_processor(0);
+    ///     yield_once().await; // and the task goes on on processor 0
+    ///     (again, c.host().current_processor())
+    /// });
+    /// assert_eq!(block_on(task), Some((true, Some(0))));
+    /// stop(&cluster, [own]);
+    /// # }
+    /// ```
     pub fn reclaim_processor(&self, p: usize) -> bool {
         self.sched.reclaim(p)
     }
@@ -819,11 +1054,36 @@ impl<H: Host> Cluster<H> {
     /// it is in. Tasks woken from now on are not queued: they wait, not
     /// polled again, for [`cancel_all`](Self::cancel_all) to drop their
     /// futures.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let parked = cluster.spawn(core::future::pending::<()>());
+    /// cluster.shutdown(); // the processor returns from `run_processor`
+    /// thread.join().unwrap();
+    /// cluster.cancel_all();
+    /// assert_eq!(block_on(parked), None); // cancelled
+    /// # }
+    /// ```
     pub fn shutdown(&self) {
         self.sched.close();
     }
 
     /// Whether [`shutdown`](Self::shutdown) was called.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// assert!(!cluster.is_shut_down());
+    /// cluster.shutdown();
+    /// assert!(cluster.is_shut_down());
+    /// # }
+    /// ```
     pub fn is_shut_down(&self) -> bool {
         self.sched.is_closed()
     }
@@ -846,6 +1106,19 @@ impl<H: Host> Cluster<H> {
     /// moved here. A host whose tasks move between clusters shuts every
     /// one of them down, then cancels them together with
     /// [`cancel_all_of`](Self::cancel_all_of).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let queued = cluster.spawn(async { "never polled" }); // no processor runs
+    /// cluster.shutdown();
+    /// cluster.cancel_all();
+    /// assert_eq!(block_on(queued), None);
+    /// assert_eq!(cluster.live_tasks(), 0);
+    /// # }
+    /// ```
     pub fn cancel_all(&self) {
         self.cancel_tasks();
         self.close_graveyard();
@@ -963,11 +1236,47 @@ impl<H: Host> Cluster<H> {
     }
 
     /// Number of tasks spawned and not yet completed or dropped.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// use fairlane_core::SpawnOptions;
+    /// let cluster = cluster(1);
+    /// let mut background = SpawnOptions::default();
+    /// background.background = true;
+    /// let _tasks = (
+    ///     cluster.spawn(async {}),
+    ///     cluster.spawn_with(async {}, background).unwrap(),
+    /// );
+    /// assert_eq!(cluster.live_tasks(), 2);
+    /// assert_eq!(cluster.live_foreground_tasks(), 1);
+    /// cluster.shutdown();
+    /// cluster.cancel_all();
+    /// assert_eq!(cluster.live_tasks(), 0);
+    /// # }
+    /// ```
     pub fn live_tasks(&self) -> usize {
         self.count_tasks(true)
     }
 
     /// [`live_tasks`](Self::live_tasks) less the background tasks.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// use fairlane_core::SpawnOptions;
+    /// let cluster = cluster(1);
+    /// let mut background = SpawnOptions::default();
+    /// background.background = true;
+    /// let _task = cluster.spawn_with(async {}, background).unwrap();
+    /// assert_eq!(cluster.live_foreground_tasks(), 0);
+    /// assert_eq!(cluster.live_tasks(), 1);
+    /// cluster.shutdown();
+    /// cluster.cancel_all();
+    /// # }
+    /// ```
     pub fn live_foreground_tasks(&self) -> usize {
         self.count_tasks(false)
     }
@@ -985,6 +1294,19 @@ impl<H: Host> Cluster<H> {
     /// A future that resolves once no task is alive — no task but background
     /// ones, unless `include_background`. Meant for one waiter at a time (a
     /// graceful shutdown); a second waiter replaces the first's wake-ups.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let _task = cluster.spawn(async { yield_once().await });
+    /// block_on(cluster.tasks_finished(false)); // resolves once the task is done
+    /// assert_eq!(cluster.live_tasks(), 0);
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn tasks_finished(self: &Arc<Self>, include_background: bool) -> TasksFinished<H> {
         TasksFinished {
             cluster: self.clone(),
@@ -993,6 +1315,18 @@ impl<H: Host> Cluster<H> {
     }
 
     /// A snapshot of processor `p`'s counters.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// assert_eq!(block_on(cluster.spawn(async { yield_once().await })), Some(()));
+    /// stop(&cluster, [thread]);
+    /// assert!(cluster.counters(0).polls >= 2); // polled, yielded, polled again
+    /// # }
+    /// ```
     pub fn counters(&self, p: usize) -> ProcessorCounters {
         self.sched.counters(p)
     }
@@ -1065,6 +1399,20 @@ impl<H: Host> Drop for RegistrySlot<H> {
 }
 
 /// See [`Cluster::tasks_finished`].
+///
+/// # Example
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+/// # fn main() {
+/// let cluster = cluster(1);
+/// let thread = start(&cluster, 0);
+/// let _task = cluster.spawn(async {});
+/// let finished: fairlane_core::TasksFinished<_> = cluster.tasks_finished(true);
+/// block_on(finished);
+/// assert_eq!(cluster.live_tasks(), 0);
+/// stop(&cluster, [thread]);
+/// # }
+/// ```
 pub struct TasksFinished<H: Host> {
     cluster: Arc<Cluster<H>>,
     include_background: bool,
@@ -1152,6 +1500,18 @@ impl<F: Future> Cancellable for NoCancelOutput<F> {
 }
 
 /// The spawner's side of a task: await it, abort it, or drop it to detach.
+///
+/// # Example
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+/// # fn main() {
+/// let cluster = cluster(1);
+/// let thread = start(&cluster, 0);
+/// let handle: fairlane_core::TaskHandle<u32, _> = cluster.spawn(async { 7 });
+/// assert_eq!(block_on(handle), Some(7)); // `None`: aborted or cancelled
+/// stop(&cluster, [thread]);
+/// # }
+/// ```
 pub struct TaskHandle<T, H: Host> {
     task: JoinHandle<Option<T>, TaskMeta<H>>,
 }
@@ -1168,6 +1528,22 @@ impl<T, H: Host> TaskHandle<T, H> {
     }
 
     /// A cloneable handle that can only abort.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let handle = cluster.spawn(core::future::pending::<()>());
+    /// let abort = handle.abort_handle();
+    /// let other = abort.clone();
+    /// other.abort();
+    /// assert_eq!(block_on(handle), None);
+    /// assert!(abort.is_finished());
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn abort_handle(&self) -> AbortHandle {
         let state = self.state();
         AbortHandle {
@@ -1182,6 +1558,21 @@ impl<T, H: Host> TaskHandle<T, H> {
     }
 
     /// Whether the task finished (completed, aborted or cancelled).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let handle = cluster.spawn(async {});
+    /// assert!(!handle.is_finished()); // queued: no processor runs yet
+    /// let thread = start(&cluster, 0);
+    /// while !handle.is_finished() {
+    ///     std::thread::yield_now();
+    /// }
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.task.is_finished()
     }
@@ -1200,6 +1591,20 @@ impl<T, H: Host> Future for TaskHandle<T, H> {
 /// Like tokio's, it holds a reference on the task: the task's memory (and
 /// its cluster) stays allocated while an `AbortHandle` made before the task
 /// finished exists, though its future is dropped when it finishes.
+///
+/// # Example
+/// ```
+/// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+/// # fn main() {
+/// let cluster = cluster(1);
+/// let thread = start(&cluster, 0);
+/// let handle = cluster.spawn(core::future::pending::<()>());
+/// let abort: fairlane_core::AbortHandle = handle.abort_handle();
+/// std::thread::spawn(move || abort.abort()).join().unwrap();
+/// assert_eq!(block_on(handle), None);
+/// stop(&cluster, [thread]);
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct AbortHandle {
     /// The task's waker, which keeps it allocated, and its state; `None`
@@ -1221,6 +1626,21 @@ impl AbortHandle {
     }
 
     /// Asks the task to stop; see [`TaskHandle::abort`].
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let handle = cluster.spawn(core::future::pending::<()>());
+    /// let abort = handle.abort_handle();
+    /// abort.abort();
+    /// abort.abort(); // a second time changes nothing
+    /// assert_eq!(block_on(handle), None);
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn abort(&self) {
         if let Some((waker, state)) = &self.task {
             // SAFETY: see `task`.
@@ -1232,6 +1652,20 @@ impl AbortHandle {
     }
 
     /// Whether the task's future has been dropped (completed or cancelled).
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let handle = cluster.spawn(async { 3 });
+    /// let abort = handle.abort_handle();
+    /// assert_eq!(block_on(handle), Some(3));
+    /// assert!(abort.is_finished());
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.state()
             .is_none_or(|state| state.finished.load(Ordering::Acquire))

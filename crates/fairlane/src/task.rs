@@ -384,7 +384,24 @@ pub fn shutdown_requested() -> ShutdownRequested {
     }
 }
 
-/// The future returned by [`shutdown_requested`].
+/// The future returned by [`shutdown_requested`]: ready once the runtime's
+/// graceful shutdown has asked background tasks to finish.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let (tx, rx) = std::sync::mpsc::channel();
+/// rt.block_on(async move {
+///     fairlane::task::Builder::new().background().spawn(async move {
+///         let requested: fairlane::task::ShutdownRequested = fairlane::task::shutdown_requested();
+///         requested.await;
+///         tx.send("asked to stop").unwrap();
+///     })
+/// })?;
+/// rt.shutdown_graceful(std::time::Duration::from_secs(5));
+/// assert_eq!(rx.recv().unwrap(), "asked to stop");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct ShutdownRequested {
     signal: std::sync::Arc<crate::runtime::ShutdownSignal>,
@@ -442,7 +459,18 @@ pub fn yield_now() -> YieldNow {
     YieldNow { yielded: false }
 }
 
-/// The future returned by [`yield_now`].
+/// The future returned by [`yield_now`]: pending once (the task goes to the
+/// back of its lane), ready when polled again.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// rt.block_on(async {
+///     let yielding: fairlane::task::YieldNow = fairlane::yield_now();
+///     yielding.await;
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[derive(Debug)]
 #[must_use = "futures do nothing unless awaited"]
 pub struct YieldNow {
@@ -739,11 +767,30 @@ pub struct AbortHandle {
 
 impl AbortHandle {
     /// Aborts the task; see [`JoinHandle::abort`].
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort_handle().abort();
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn abort(&self) {
         self.inner.abort();
     }
 
     /// Whether the task has finished.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(async { 1 });
+    /// let abort = handle.abort_handle();
+    /// assert_eq!(rt.block_on(handle).unwrap(), 1);
+    /// assert!(abort.is_finished());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_finished(&self) -> bool {
         self.inner.is_finished()
     }
@@ -809,11 +856,29 @@ impl JoinError {
     }
 
     /// Whether the task was cancelled.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort();
+    /// let err = rt.block_on(handle).unwrap_err();
+    /// assert!(err.is_cancelled() && !err.is_panic());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_cancelled(&self) -> bool {
         matches!(self.repr, Repr::Cancelled)
     }
 
     /// Whether the task panicked.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let err = rt.block_on(rt.spawn(async { panic!("boom") })).unwrap_err();
+    /// assert!(err.is_panic() && !err.is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn is_panic(&self) -> bool {
         matches!(self.repr, Repr::Panic(..))
     }
@@ -822,6 +887,14 @@ impl JoinError {
     ///
     /// # Panics
     /// If the task was cancelled rather than panicked.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let err = rt.block_on(rt.spawn(async { std::panic::panic_any(7u32) })).unwrap_err();
+    /// assert_eq!(*err.into_panic().downcast::<u32>().unwrap(), 7);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     #[track_caller]
     pub fn into_panic(self) -> Box<dyn Any + Send + 'static> {
         self.try_into_panic()
@@ -829,6 +902,17 @@ impl JoinError {
     }
 
     /// The panic payload, or the error back if the task was cancelled.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort();
+    /// let err = rt.block_on(handle).unwrap_err();
+    /// let err = err.try_into_panic().expect_err("cancelled, not panicked");
+    /// assert!(err.is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn try_into_panic(self) -> Result<Box<dyn Any + Send + 'static>, JoinError> {
         match self.repr {
             Repr::Panic(SyncPanic(panic), _) => Ok(panic),

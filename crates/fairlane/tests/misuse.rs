@@ -7,23 +7,10 @@ mod common;
 use std::future::pending;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread;
-use std::time::{Duration, Instant};
 
-use common::{panic_message, DropCounter};
+use common::{panic_message, wait_until, DropCounter};
 use fairlane::task::JoinHandle;
 use fairlane::Runtime;
-
-/// Generous: only a runtime that is never shut down takes this long.
-const PATIENCE: Duration = Duration::from_secs(60);
-
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < PATIENCE, "never happened: {what}");
-        thread::sleep(Duration::from_millis(5));
-    }
-}
 
 /// Threads of this process whose name starts with `prefix`.
 fn threads_named(prefix: &str) -> usize {

@@ -11,20 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::task::{Poll, Waker};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{panic_message, runtime, with_deadline, DropCounter, DEADLINE};
+use common::{panic_message, runtime, wait_until, with_deadline, DropCounter, DEADLINE};
 use fairlane::{JoinError, JoinHandle, Runtime};
-
-/// Waits, without a timing assertion, until `cond` holds (or fails after the
-/// deadline).
-fn wait_until(what: &str, cond: impl Fn() -> bool) {
-    let start = Instant::now();
-    while !cond() {
-        assert!(start.elapsed() < DEADLINE, "never happened: {what}");
-        thread::yield_now();
-    }
-}
 
 /// Awaits join handles of a runtime that is gone, on a fresh runtime.
 fn join_all<T: Send + 'static>(handles: Vec<JoinHandle<T>>) -> Vec<Result<T, JoinError>> {

@@ -12,8 +12,7 @@ use io_uring::{opcode, types};
 
 use super::{blocking, on_pool, OpenOptions};
 use crate::io::driver::Driver;
-use crate::io::uring::Op;
-use crate::io::{IoBackend, IoBuf, IoBufMut};
+use crate::io::{submit_and_wait, IoBackend, IoBuf, IoBufMut};
 
 /// An open file.
 ///
@@ -100,20 +99,15 @@ impl File {
     pub async fn read_at<B: IoBufMut>(&self, mut buf: B, pos: u64) -> (io::Result<usize>, B) {
         let result = if self.uring() {
             let fd = self.std.as_raw_fd();
-            let op = Op::submit(&self.driver, buf, false, |b| {
+            let (r, b) = submit_and_wait(&self.driver, buf, |b| {
                 let len = b.bytes_total().min(u32::MAX as usize) as u32;
                 opcode::Read::new(types::Fd(fd), b.stable_mut_ptr(), len)
                     .offset(pos)
                     .build()
-            });
-            match op {
-                Ok(op) => {
-                    let (r, b) = op.await;
-                    buf = b;
-                    r.map(|n| n as usize)
-                }
-                Err((e, b)) => return (Err(e), b),
-            }
+            })
+            .await;
+            buf = b;
+            r
         } else {
             let file = self.std.clone();
             let (r, b) = on_pool(buf, move |buf| {
@@ -173,21 +167,15 @@ impl File {
         let start = start.min(buf.bytes_init());
         if self.uring() {
             let fd = self.std.as_raw_fd();
-            let op = Op::submit(&self.driver, buf, false, |b| {
+            submit_and_wait(&self.driver, buf, |b| {
                 let len = (b.bytes_init() - start).min(u32::MAX as usize) as u32;
                 // SAFETY: `start <= bytes_init`: inside the buffer.
                 let ptr = unsafe { b.stable_ptr().add(start) };
                 opcode::Write::new(types::Fd(fd), ptr, len)
                     .offset(pos)
                     .build()
-            });
-            match op {
-                Ok(op) => {
-                    let (r, b) = op.await;
-                    (r.map(|n| n as usize), b)
-                }
-                Err((e, b)) => (Err(e), b),
-            }
+            })
+            .await
         } else {
             let file = self.std.clone();
             on_pool(buf, move |buf| {
@@ -293,11 +281,12 @@ impl File {
     pub async fn sync_all(&self) -> io::Result<()> {
         if self.uring() {
             let fd = self.std.as_raw_fd();
-            let op = Op::submit(&self.driver, (), false, |_| {
+            submit_and_wait(&self.driver, (), |_| {
                 opcode::Fsync::new(types::Fd(fd)).build()
             })
-            .map_err(|(e, _)| e)?;
-            op.await.0.map(drop)
+            .await
+            .0
+            .map(drop)
         } else {
             let file = self.std.clone();
             blocking(move || file.sync_all()).await
@@ -317,15 +306,14 @@ impl File {
         // SAFETY: `statx` is plain integers, for which zero is valid.
         let buf: Box<libc::statx> = Box::new(unsafe { std::mem::zeroed() });
         let data = (CString::default(), buf);
-        let op = Op::submit(&self.driver, data, false, |(path, buf)| {
+        let (r, (_, buf)) = submit_and_wait(&self.driver, data, |(path, buf)| {
             let buf: *mut libc::statx = &mut **buf;
             opcode::Statx::new(types::Fd(fd), path.as_ptr(), buf.cast())
                 .flags(libc::AT_EMPTY_PATH)
                 .mask(libc::STATX_SIZE)
                 .build()
         })
-        .ok()?;
-        let (r, (_, buf)) = op.await;
+        .await;
         r.ok()?;
         (buf.stx_mask & libc::STATX_SIZE != 0).then_some(buf.stx_size)
     }

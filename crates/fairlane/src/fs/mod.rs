@@ -96,8 +96,7 @@ use std::sync::{Arc, OnceLock};
 
 use io_uring::{opcode, squeue};
 
-use crate::io::uring::Op;
-use crate::io::IoBackend;
+use crate::io::{submit_and_wait, IoBackend};
 use crate::net::socket::current_driver;
 use crate::task::JoinHandle;
 
@@ -274,8 +273,7 @@ async fn path_op<T: Send + 'static>(
 ) -> io::Result<()> {
     let driver = current_driver()?;
     if driver.backend() == IoBackend::IoUring && opcode.supported() {
-        let op = Op::submit(&driver, paths, false, build).map_err(|(e, _)| e)?;
-        op.await.0.map(drop)
+        submit_and_wait(&driver, paths, build).await.0.map(drop)
     } else {
         blocking(move || fallback(paths)).await
     }

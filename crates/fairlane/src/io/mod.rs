@@ -105,3 +105,24 @@ pub(crate) fn select(forced: Option<IoBackend>) -> io::Result<IoBackend> {
     tracing::debug!(%backend, reason = %why, "fairlane I/O backend chosen");
     Ok(backend)
 }
+
+/// Submits the ring operation `build` makes from `data` (the buffers and
+/// addresses it points into, owned by the operation until the kernel is done
+/// with them) on the calling thread's engine and waits for its completion:
+/// the kernel's count, or its error, and `data` back, also when the
+/// submission itself failed. For operations whose future keeps nothing
+/// when dropped (no carry) and that are done again if the kernel cancels
+/// them.
+pub(crate) async fn submit_and_wait<T: Send + 'static>(
+    driver: &driver::Driver,
+    data: T,
+    build: impl FnOnce(&mut T) -> io_uring::squeue::Entry,
+) -> (io::Result<usize>, T) {
+    match uring::Op::submit(driver, data, false, build) {
+        Ok(op) => {
+            let (r, data) = op.await;
+            (r.map(|n| n as usize), data)
+        }
+        Err((e, data)) => (Err(e), data),
+    }
+}

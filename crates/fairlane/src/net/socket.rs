@@ -21,7 +21,7 @@ use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
 use crate::io::unix::readiness;
 use crate::io::uring::{self, Op};
-use crate::io::{Interest, IoBackend, IoBuf, IoBufMut, Ready};
+use crate::io::{submit_and_wait, Interest, IoBackend, IoBuf, IoBufMut, Ready};
 
 /// The driver of the runtime this thread is in.
 pub(crate) fn current_driver() -> io::Result<Arc<Driver>> {
@@ -433,8 +433,8 @@ impl Socket {
             // Eager attempt: a send that fits in the socket's buffer is done
             // by one non-blocking system call, and the task goes on within
             // the same poll instead of waiting for a completion to be reaped
-            // and being woken again (half the task wake-ups of a
-            // request-response exchange; measured in BENCHMARKS.md, "echo").
+            // and being woken again (in a request-response exchange, half
+            // the task's wake-ups).
             // Only a send that would block goes through the ring.
             crate::io::coop::proceed().await;
             let len = buf.bytes_init() - start;
@@ -689,18 +689,13 @@ impl Socket {
             let ptr = buf.stable_ptr() as *mut u8;
             let len = buf.bytes_init();
             let msg = MsgBox::new(*sa, ptr, len);
-            let op = Op::submit(&self.driver, (buf, msg), false, |(_, m)| {
+            let (r, (b, _)) = submit_and_wait(&self.driver, (buf, msg), |(_, m)| {
                 opcode::SendMsg::new(types::Fd(fd), &m.hdr)
                     .flags(libc::MSG_NOSIGNAL as u32)
                     .build()
-            });
-            match op {
-                Ok(op) => {
-                    let (r, (b, _)) = op.await;
-                    (r.map(|n| n as usize), b)
-                }
-                Err((e, (b, _))) => (Err(e), b),
-            }
+            })
+            .await;
+            (r, b)
         } else {
             let ptr = buf.stable_ptr() as usize;
             let len = buf.bytes_init();
@@ -988,19 +983,13 @@ impl Socket {
     pub(crate) async fn send_connected<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         let fd = self.raw();
         if self.uring() {
-            let op = Op::submit(&self.driver, buf, false, |b| {
+            submit_and_wait(&self.driver, buf, |b| {
                 let len = b.bytes_init().min(u32::MAX as usize) as u32;
                 opcode::Send::new(types::Fd(fd), b.stable_ptr(), len)
                     .flags(libc::MSG_NOSIGNAL)
                     .build()
-            });
-            match op {
-                Ok(op) => {
-                    let (r, b) = op.await;
-                    (r.map(|n| n as usize), b)
-                }
-                Err((e, b)) => (Err(e), b),
-            }
+            })
+            .await
         } else {
             let ptr = buf.stable_ptr() as usize;
             let len = buf.bytes_init();

@@ -306,7 +306,21 @@ impl fmt::Debug for Cluster {
     }
 }
 
-/// The future of [`Cluster::migrate_here`].
+/// The future of [`Cluster::migrate_here`]: ready once the calling task
+/// runs on the target cluster (or with the error that it cannot move).
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).cluster("io", 1).build()?;
+/// let io = rt.cluster("io").unwrap();
+/// let task = rt.spawn(async move {
+///     let moving: fairlane::MigrateHere = io.migrate_here();
+///     moving.await?;
+///     Ok::<_, std::io::Error>(fairlane::Handle::current().cluster().name().to_owned())
+/// });
+/// assert_eq!(rt.block_on(task).unwrap()?, "io");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 #[must_use = "futures do nothing unless awaited"]
 pub struct MigrateHere {
     target: Cluster,

@@ -19,67 +19,145 @@ pub struct SignalKind(libc::c_int);
 
 impl SignalKind {
     /// A signal by number (the `SIG*` constants of `libc`).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::from_raw(libc::SIGHUP), SignalKind::hangup());
+    /// ```
     pub const fn from_raw(signum: libc::c_int) -> SignalKind {
         SignalKind(signum)
     }
 
     /// The signal's number.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::interrupt().as_raw_value(), libc::SIGINT);
+    /// ```
     pub const fn as_raw_value(&self) -> libc::c_int {
         self.0
     }
 
     /// SIGALRM.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::alarm().as_raw_value(), libc::SIGALRM);
+    /// ```
     pub const fn alarm() -> SignalKind {
         SignalKind(libc::SIGALRM)
     }
 
     /// SIGCHLD: a child process changed state.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::child().as_raw_value(), libc::SIGCHLD);
+    /// ```
     pub const fn child() -> SignalKind {
         SignalKind(libc::SIGCHLD)
     }
 
     /// SIGHUP: the terminal went away; daemons often reload on it.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::hangup().as_raw_value(), libc::SIGHUP);
+    /// ```
     pub const fn hangup() -> SignalKind {
         SignalKind(libc::SIGHUP)
     }
 
     /// SIGINT: Ctrl-C.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::interrupt().as_raw_value(), libc::SIGINT);
+    /// ```
     pub const fn interrupt() -> SignalKind {
         SignalKind(libc::SIGINT)
     }
 
     /// SIGIO.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::io().as_raw_value(), libc::SIGIO);
+    /// ```
     pub const fn io() -> SignalKind {
         SignalKind(libc::SIGIO)
     }
 
     /// SIGPIPE (fairlane's sockets never raise it: they send with
     /// `MSG_NOSIGNAL`).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::pipe().as_raw_value(), libc::SIGPIPE);
+    /// ```
     pub const fn pipe() -> SignalKind {
         SignalKind(libc::SIGPIPE)
     }
 
     /// SIGQUIT.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::quit().as_raw_value(), libc::SIGQUIT);
+    /// ```
     pub const fn quit() -> SignalKind {
         SignalKind(libc::SIGQUIT)
     }
 
     /// SIGTERM: the polite request to stop that service managers send.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::terminate().as_raw_value(), libc::SIGTERM);
+    /// ```
     pub const fn terminate() -> SignalKind {
         SignalKind(libc::SIGTERM)
     }
 
     /// SIGUSR1.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::user_defined1().as_raw_value(), libc::SIGUSR1);
+    /// ```
     pub const fn user_defined1() -> SignalKind {
         SignalKind(libc::SIGUSR1)
     }
 
     /// SIGUSR2.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::user_defined2().as_raw_value(), libc::SIGUSR2);
+    /// ```
     pub const fn user_defined2() -> SignalKind {
         SignalKind(libc::SIGUSR2)
     }
 
     /// SIGWINCH: the terminal's size changed.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::signal::unix::SignalKind;
+    /// assert_eq!(SignalKind::window_change().as_raw_value(), libc::SIGWINCH);
+    /// ```
     pub const fn window_change() -> SignalKind {
         SignalKind(libc::SIGWINCH)
     }
@@ -139,7 +217,18 @@ impl Signal {
     /// Cancel-safe: a dropped `recv` loses no delivery.
     ///
     /// # Example
-    /// See [`Signal`].
+    /// ```
+    /// use fairlane::signal::unix::{signal, SignalKind};
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut hup = signal(SignalKind::hangup())?;
+    ///     // SAFETY: no preconditions; SIGHUP is handled now.
+    ///     unsafe { libc::raise(libc::SIGHUP) };
+    ///     assert_eq!(hup.recv().await, Some(()));
+    ///     Ok::<(), std::io::Error>(())
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn recv(&mut self) -> Option<()> {
         std::future::poll_fn(|cx| self.poll_recv(cx)).await
     }

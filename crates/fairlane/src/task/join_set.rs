@@ -167,7 +167,22 @@ impl<T> JoinSet<T> {
     /// Outside a fairlane runtime, as [`spawn`](crate::spawn) does.
     ///
     /// # Example
-    /// See [`JoinSet`].
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut set = fairlane::task::JoinSet::new();
+    ///     let abort = set.spawn(std::future::pending::<u8>());
+    ///     set.spawn(async { 2 });
+    ///     abort.abort();
+    ///     let mut outcomes = Vec::new();
+    ///     while let Some(out) = set.join_next().await {
+    ///         outcomes.push(out.ok());
+    ///     }
+    ///     outcomes.sort();
+    ///     assert_eq!(outcomes, [None, Some(2)]);
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn spawn<F>(&mut self, future: F) -> AbortHandle
     where
         F: Future<Output = T> + Send + 'static,
@@ -205,7 +220,16 @@ impl<T> JoinSet<T> {
     /// the set until a `join_next` returns it).
     ///
     /// # Example
-    /// See [`JoinSet`].
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut set = fairlane::task::JoinSet::new();
+    ///     set.spawn(async { panic!("boom") });
+    ///     assert!(set.join_next().await.unwrap().unwrap_err().is_panic());
+    ///     assert!(set.join_next().await.is_none()); // empty
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub async fn join_next(&mut self) -> Option<Result<T, JoinError>> {
         poll_fn(|cx| self.poll_join_next(cx)).await
     }
@@ -235,6 +259,19 @@ impl<T> JoinSet<T> {
     }
 
     /// Polls the handles that were woken; see [`JoinSet::join_next`].
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::task::JoinSet;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let out = rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     set.spawn(async { 3 });
+    ///     std::future::poll_fn(|cx| set.poll_join_next(cx)).await
+    /// });
+    /// assert_eq!(out.unwrap().unwrap(), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
         if self.tasks.is_empty() {
             return Poll::Ready(None);

@@ -2,10 +2,13 @@
 //! instead of hanging it, a lock that keeps the heavy tests of one binary from
 //! running at the same time, a tiny random number generator, a one-shot
 //! signal that tasks and plain threads can wait on, and a drop counter.
+//! [`wake_load`] holds the exactly-once and ping-pong workloads,
+//! [`clusters`] the resizer and the checks of where a task runs.
 //!
 //! Every test binary includes this module but uses only part of it.
 #![allow(dead_code)]
 
+pub mod clusters;
 pub mod wake_load;
 
 use std::future::{poll_fn, Future};
@@ -48,6 +51,20 @@ where
              progress: {}",
             progress()
         ),
+    }
+}
+
+/// Waits (sleeping 200 µs between looks) until `done` holds, failing the
+/// test after [`DEADLINE`]. Not a timing assertion: only a condition that
+/// never comes true trips it.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + DEADLINE;
+    while !done() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still waiting for {what} after {DEADLINE:?}"
+        );
+        thread::sleep(Duration::from_micros(200));
     }
 }
 
@@ -127,17 +144,21 @@ pub async fn echo_server(listener: fairlane::net::TcpListener) {
 /// each message checked.
 pub async fn echo_round_trips(stream: &fairlane::net::TcpStream, client: u32, messages: u32) {
     for i in 0..messages {
-        let msg = format!("client {client} message {i}").into_bytes();
-        let (r, msg) = stream.write_all_owned(msg).await;
-        r.unwrap();
-        let mut got = Vec::new();
-        while got.len() < msg.len() {
-            let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
-            assert!(n.unwrap() > 0, "echo closed early");
-            got.extend_from_slice(&buf);
-        }
-        assert_eq!(got, msg);
+        echo_once(stream, format!("client {client} message {i}")).await;
     }
+}
+
+/// One round trip of `msg` through an echo server, the echo checked.
+pub async fn echo_once(stream: &fairlane::net::TcpStream, msg: String) {
+    let (r, msg) = stream.write_all_owned(msg.into_bytes()).await;
+    r.unwrap();
+    let mut got = Vec::new();
+    while got.len() < msg.len() {
+        let (n, buf) = stream.read_owned(Vec::with_capacity(64)).await;
+        assert!(n.unwrap() > 0, "echo closed early");
+        got.extend_from_slice(&buf);
+    }
+    assert_eq!(got, msg, "the echo of {:?}", String::from_utf8_lossy(&msg));
 }
 
 /// xorshift64*: reproducible random numbers without a dependency.
