@@ -325,7 +325,7 @@ struct Shard {
     background: usize,
 }
 
-/// One cluster: a [`Scheduler`] of tasks and the registry of its live tasks.
+/// One cluster: the ready queue of its tasks (timestamped lanes) and the registry of its live tasks.
 ///
 /// A host runs a cluster by calling [`run_processor`](Cluster::run_processor)
 /// once per processor, each on its own thread, and stops it with
