@@ -30,7 +30,26 @@ use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId,
 
 const NO_PROCESSOR: u32 = u32::MAX;
 
-/// Scheduling metadata stored in every task's header.
+/// Scheduling metadata stored in every task's header. Opaque: the cluster
+/// alone reads and writes it.
+///
+/// # Example
+/// ```
+/// use fairlane_core::{Host, TaskMeta};
+/// // The type is all a host names: every task of a cluster on host `H`
+/// // carries one.
+/// fn carried<H: Host>(meta: &TaskMeta<H>) -> &TaskMeta<H> {
+///     meta
+/// }
+/// # let _ = carried::<DummyHost>;
+/// # struct DummyHost;
+/// # unsafe impl Host for DummyHost {
+/// #     fn now(&self) -> u64 { 0 }
+/// #     fn current_processor(&self) -> Option<usize> { None }
+/// #     fn park(&self, _: usize) {}
+/// #     fn unpark(&self, _: usize) {}
+/// # }
+/// ```
 pub struct TaskMeta<H: Host> {
     /// The processor that last polled the task: outside wakes go there.
     preferred: AtomicU32,
