@@ -181,9 +181,9 @@ impl SubmitThread {
         let proc = self.lock().procs.get(index).and_then(Weak::upgrade);
         if let Some(proc) = proc {
             if let Engine::Uring(ring) = &proc.engine {
-                if let Err(e) = ring.submit_unlocked(&proc) {
-                    tracing::error!(processor = index, error = %e, "fairlane cannot submit to an io_uring ring");
-                }
+                // An error broke the ring (logged there): what it did not
+                // submit is done elsewhere.
+                let _ = ring.submit_unlocked(&proc);
             }
         }
     }
@@ -208,15 +208,9 @@ impl SubmitThread {
                 if let Engine::Uring(ring) = &proc.engine {
                     // Without the processor's lock: the kernel serialises
                     // enters, and entries are only ever published whole.
-                    // What an error leaves published is submitted by the
-                    // ring's next flush (or the owner's wait).
-                    if let Err(e) = ring.submit_unlocked(&proc) {
-                        tracing::error!(
-                            processor = proc.index,
-                            error = %e,
-                            "fairlane cannot submit to an io_uring ring"
-                        );
-                    }
+                    // An error breaks the ring (logged there), and what it
+                    // did not submit is done elsewhere.
+                    let _ = ring.submit_unlocked(&proc);
                 }
             }
             st = self.lock();
@@ -312,6 +306,8 @@ pub(crate) struct State {
     /// Wakers collected where they could not be woken yet.
     pub(crate) pending_wakers: Vec<Waker>,
     pub(crate) stopped: bool,
+    /// The ring's published entries and whether it broke (`uring::SqLog`).
+    pub(crate) sq_log: uring::SqLog,
 }
 
 impl Driver {
@@ -393,6 +389,7 @@ impl Driver {
                 woken: false,
                 pending_wakers: Vec::new(),
                 stopped: false,
+                sq_log: uring::SqLog::default(),
             }),
             next_timer: AtomicU64::new(NO_TIMER),
             sleep: SleepState::new(),
@@ -481,18 +478,24 @@ impl Driver {
         if let Some(proc) = self.current() {
             return Ok((proc, true));
         }
+        // One whose ring broke only if every other did too (its operations
+        // then fail with the error that broke it).
         let procs = self.procs();
         let n = procs.len();
         let start = self.foreign.fetch_add(1, Ordering::Relaxed);
-        (0..n)
-            .map(|i| &procs[(start + i) % n])
-            .find(|p| !p.lock().stopped)
+        let live = |p: &&Arc<Proc>| !p.lock().stopped;
+        let order = || (0..n).map(|i| &procs[(start + i) % n]);
+        order()
+            .filter(|p| !p.ring_broken())
+            .find(live)
+            .or_else(|| order().find(live))
             .map(|p| (p.clone(), false))
             .ok_or_else(shut_down_error)
     }
 
-    /// An engine that has not stopped, other than `except`, for what moves
-    /// off a stopping processor: round-robin from the last one chosen.
+    /// An engine that has not stopped and whose ring did not break, other
+    /// than `except`, for what moves off a stopping processor (or a broken
+    /// ring): round-robin from the last one chosen.
     pub(crate) fn live_proc(&self, except: usize) -> io::Result<Arc<Proc>> {
         self.check_live()?;
         let procs = self.procs();
@@ -500,7 +503,7 @@ impl Driver {
         let start = self.foreign.fetch_add(1, Ordering::Relaxed);
         (0..n)
             .map(|i| &procs[(start + i) % n])
-            .find(|p| p.index != except && !p.lock().stopped)
+            .find(|p| p.index != except && !p.ring_broken() && !p.lock().stopped)
             .cloned()
             .ok_or_else(shut_down_error)
     }
@@ -589,6 +592,7 @@ impl Driver {
                         || (unflushed != 0 && unflushed == st.unflushed_seen)
                     {
                         proc.flush(&mut st);
+                        fired.append(&mut st.pending_wakers);
                     }
                     st.unflushed_seen = proc.unflushed.load(Ordering::Relaxed);
                 }
@@ -695,6 +699,7 @@ impl Driver {
                 ring.reap(other, &mut st, &mut fired);
                 if other.unflushed.load(Ordering::Relaxed) != 0 {
                     other.flush(&mut st);
+                    fired.append(&mut st.pending_wakers);
                 }
             }
             Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
@@ -755,11 +760,27 @@ impl Driver {
             // reap above tried again) cannot be woken by `unpark`: wait on
             // the futex too, bounded while operations are in flight, since
             // only the ring shows their completions.
+            // A wait in the ring also needs its wake-up read in the kernel,
+            // not only published: the wait submits nothing, and a ring that
+            // breaks never submits it (its entries are settled instead).
+            // Entries left published here are a thread's that may not
+            // enter (a `block_in_place` stand-in): wait for their round.
             let in_flight = proc.outstanding.load(Ordering::Relaxed) != 0;
             let wake_armed = match &proc.engine {
-                Engine::Uring(_) => st.wake_armed,
+                Engine::Uring(ring) => {
+                    if ring.has_unsubmitted(&st) {
+                        proc.flush_now(&mut st);
+                        fired.append(&mut st.pending_wakers);
+                    }
+                    st.wake_armed && !ring.has_unsubmitted(&st)
+                }
                 Engine::Poll(_) => true,
             };
+            if !fired.is_empty() {
+                drop(st);
+                fired.into_iter().for_each(Waker::wake);
+                return;
+            }
             let mode = if in_flight && wake_armed {
                 IN_ENGINE
             } else {
@@ -783,7 +804,7 @@ impl Driver {
         };
         match &proc.engine {
             _ if proc.sleep.own_mode() == ON_FUTEX => proc.futex_wait(timeout),
-            Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
+            Engine::Uring(ring) => ring.wait(timeout),
             Engine::Poll(poller) => {
                 let mut events = Vec::new();
                 poller.wait(timeout, &mut events);
@@ -815,6 +836,9 @@ impl Driver {
             Engine::Uring(ring) => {
                 ring.reap(proc, st, fired);
                 proc.flush(st);
+                // Wakers the flush collected (reaping to make room, or
+                // settling a ring that broke).
+                fired.append(&mut st.pending_wakers);
                 st.unflushed_seen = 0;
             }
             Engine::Poll(poller) => poller.poll_now(st, fired),
@@ -1057,21 +1081,13 @@ impl Proc {
             } else {
                 // Wakers of completions reaped to make room wait in the
                 // state for the next reap, which hands them to its caller.
+                // An error broke the ring (logged there) and settled what
+                // it did not submit: nothing stays published either way.
                 let mut fired = Vec::new();
-                let submitted = ring.submit(self, st, &mut fired);
+                let _ = ring.submit(self, st, &mut fired);
                 st.pending_wakers.extend(fired);
-                match submitted {
-                    Ok(()) => {
-                        self.unflushed.store(0, Ordering::Relaxed);
-                        st.unflushed_seen = 0;
-                    }
-                    // Still published: the next flush tries again.
-                    Err(e) => tracing::warn!(
-                        processor = self.index,
-                        error = %e,
-                        "fairlane cannot submit to an io_uring ring"
-                    ),
-                }
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
             }
         }
     }
@@ -1086,13 +1102,28 @@ impl Proc {
     /// cancellation, whose entry may still sit unsubmitted naming a
     /// descriptor that its owner closes next.
     pub(crate) fn flush_now(&self, st: &mut State) {
-        if !is_stable_thread() && matches!(self.engine, Engine::Uring(_)) {
-            self.submit_thread.request_and_wait(self.index);
-            self.unflushed.store(0, Ordering::Relaxed);
-            st.unflushed_seen = 0;
-        } else {
-            self.flush(st);
+        match &self.engine {
+            Engine::Uring(ring) if !is_stable_thread() => {
+                if ring.has_unsubmitted(st) {
+                    self.submit_thread.request_and_wait(self.index);
+                    // The round may have broken the ring: settle it here,
+                    // under the lock, before anyone relies on the entries
+                    // being in the kernel.
+                    let mut fired = Vec::new();
+                    ring.settle(self, st, &mut fired);
+                    st.pending_wakers.extend(fired);
+                }
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
+            }
+            _ => self.flush(st),
         }
+    }
+
+    /// Without the lock, a hint: whether this engine's ring broke (it takes
+    /// no new operations).
+    fn ring_broken(&self) -> bool {
+        matches!(&self.engine, Engine::Uring(ring) if ring.is_broken())
     }
 
     /// Whether the calling thread may enter the ring to submit.
