@@ -12,12 +12,18 @@
 //! `Proc::notify`; the kernel side (the completion queue, the eventfd and
 //! its armed read, a wait in `io_uring_enter`) is a small model of its own.
 //!
+//! The second pair of models checks the watch handshake (driver.md,
+//! "Sleeping helpers"): a processor going to sleep watches nobody only if
+//! no awake processor has work in its engine, and one whose work appears
+//! (or that resumes with work) later wakes it. See
+//! `a_processor_whose_work_appears_is_watched`.
+//!
 //! Run: `RUSTFLAGS="--cfg fairlane_loom" cargo test -p fairlane --release --test loom_driver_sleep`
 #![cfg(fairlane_loom)]
 
 /// What `sleep.rs` takes from `super::atomics`: loom's atomics here.
 mod atomics {
-    pub(crate) use loom::sync::atomic::{AtomicU64, AtomicU8};
+    pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
     pub(crate) use std::sync::atomic::Ordering;
 }
 
@@ -28,7 +34,7 @@ mod sleep;
 use loom::sync::atomic::AtomicBool;
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread;
-use sleep::{SleepState, IN_ENGINE, ON_FUTEX};
+use sleep::{SleepState, Unwatched, Work, IN_ENGINE, NO_TIMER, ON_FUTEX};
 use std::sync::atomic::Ordering;
 
 /// The kernel side of one ring: posted wake-up completions, the eventfd
@@ -175,5 +181,148 @@ fn helper_does_not_swallow_a_parked_owners_wake_up() {
         proc.park();
         waker.join().unwrap();
         helper.join().unwrap();
+    });
+}
+
+/// One processor of the watch models: the sleep state and engine work of
+/// `sleep.rs`, the lock they are written under, and a futex token (a wait
+/// `ON_FUTEX`, the wait of a sleeper with nothing in its own engine).
+struct Watched {
+    lock: Mutex<()>,
+    sleep: SleepState,
+    work: Work,
+    token: Mutex<bool>,
+    token_cv: Condvar,
+}
+
+impl Watched {
+    fn new() -> Self {
+        Self {
+            lock: Mutex::new(()),
+            sleep: SleepState::new(),
+            work: Work::new(),
+            token: Mutex::new(false),
+            token_cv: Condvar::new(),
+        }
+    }
+
+    /// `Proc::notify` for a futex sleeper: leaves the token, wakes the wait.
+    fn notify(&self) {
+        *self.token.lock().unwrap() = true;
+        self.token_cv.notify_all();
+    }
+
+    /// `Proc::futex_wait` without a timeout: until the token, consumed.
+    fn futex_wait(&self) {
+        let mut token = self.token.lock().unwrap();
+        while !*token {
+            token = self.token_cv.wait(token).unwrap();
+        }
+        *token = false;
+    }
+}
+
+/// `Driver::work_appeared` with one other processor, `sleeper`.
+fn work_appeared(unwatched: &Unwatched, sleeper: &Arc<Watched>) {
+    if let Some(sleeper) = unwatched.wake_one([sleeper], |w| &w.sleep) {
+        sleeper.notify();
+    }
+}
+
+/// `Driver::park` of processor `me` (nothing in its own engine, no timer:
+/// a wait on the futex without a timeout), repeated as the core repeats it
+/// while nothing wakes it, until its recheck finds `other` to watch (its
+/// bounded wait then looks at `other` within `WATCH_PERIOD`: not modelled).
+/// A sleeper that is never told of `other`'s work waits forever, which
+/// loom reports as a deadlock.
+fn park_until_watching(unwatched: &Unwatched, me: &Watched, other: &Watched) {
+    loop {
+        let st = me.lock.lock().unwrap();
+        me.sleep.commit(&*st, u64::MAX, ON_FUTEX);
+        let watched = me
+            .sleep
+            .choose_watched(unwatched, [other], |w| (&w.sleep, &w.work));
+        drop(st);
+        if !watched.is_empty() {
+            return;
+        }
+        me.futex_wait();
+        let st = me.lock.lock().unwrap();
+        me.sleep.awake(&*st);
+        me.sleep.end_unwatched(unwatched);
+        drop(st);
+    }
+}
+
+/// The watch handshake, first transition: an awake processor submits an
+/// operation (`push_entry`: `Proc::work_added` under its lock, then
+/// `Driver::work_appeared`) and is then stuck in a task that never yields,
+/// while the other processor goes to sleep with nothing of its own to wait
+/// for. The sleeper must end up watching the stuck processor: either its
+/// recheck sees the work, or the submitter sees its flag and wakes it.
+///
+/// Mutations that make this model fail (checked by hand, each reported by
+/// loom as a deadlock: the sleeper waits forever while the work is
+/// stranded): removing the fence of `SleepState::choose_watched`; removing
+/// the fence of `Unwatched::wake_one`; rechecking before the flag is
+/// published; skipping the recheck.
+#[test]
+fn a_processor_whose_work_appears_is_watched() {
+    model(|| {
+        let unwatched = Arc::new(Unwatched::new());
+        let sleeper = Arc::new(Watched::new());
+        let busy = Arc::new(Watched::new());
+        let submitter = {
+            let (unwatched, sleeper, busy) = (unwatched.clone(), sleeper.clone(), busy.clone());
+            thread::spawn(move || {
+                let st = busy.lock.lock().unwrap();
+                let appeared = busy.work.add(&*st) && busy.sleep.parked_until(&*st).is_none();
+                drop(st);
+                if appeared {
+                    work_appeared(&unwatched, &sleeper);
+                }
+                // Stuck from here on: it never looks at its engine again.
+            })
+        };
+        park_until_watching(&unwatched, &sleeper, &busy);
+        submitter.join().unwrap();
+    });
+}
+
+/// The watch handshake, second transition: a processor parked with work in
+/// its engine (which a sleeper's recheck skips: it waits for its own
+/// engine) resumes running tasks (`SleepState::awake` in `park`, then the
+/// announcement in `poll_own`) and is stuck there; its timer is the work.
+/// The sleeper must end up watching it.
+///
+/// Mutations that make this model fail (by hand, as above): the resuming
+/// processor not announcing; removing either fence.
+#[test]
+fn a_processor_that_resumes_with_work_is_watched() {
+    model(|| {
+        let unwatched = Arc::new(Unwatched::new());
+        let sleeper = Arc::new(Watched::new());
+        let resuming = Arc::new(Watched::new());
+        {
+            let st = resuming.lock.lock().unwrap();
+            assert!(resuming.work.set_next_timer(&*st, 7), "work appeared");
+            resuming.sleep.commit(&*st, 7, IN_ENGINE);
+        }
+        let owner = {
+            let (unwatched, sleeper, resuming) =
+                (unwatched.clone(), sleeper.clone(), resuming.clone());
+            thread::spawn(move || {
+                let st = resuming.lock.lock().unwrap();
+                resuming.sleep.awake(&*st);
+                drop(st);
+                if resuming.work.pending() {
+                    work_appeared(&unwatched, &sleeper);
+                }
+                // Stuck from here on.
+            })
+        };
+        park_until_watching(&unwatched, &sleeper, &resuming);
+        owner.join().unwrap();
+        assert_ne!(resuming.work.next_timer(), NO_TIMER);
     });
 }

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::reactor::FdState;
-use super::sleep::{SleepState, IN_ENGINE, ON_FUTEX};
+use super::sleep::{SleepState, Unwatched, Work, IN_ENGINE, NO_TIMER, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
 use crate::time::wheel::{TimerKey, Wheel};
@@ -33,11 +33,15 @@ const HELP_PERIOD: u32 = 256;
 const POLL_PERIOD: u32 = 16;
 /// A helper's record of a processor it did not sample (it had no work).
 const UNSAMPLED: u64 = u64::MAX;
-/// How long a sleeping processor waits before it looks again at awake
-/// processors with I/O in flight, to help one stuck in a long poll.
+/// How long a sleeping processor that watches awake processors with work
+/// in their engine waits before it looks at them again, to help one stuck
+/// in a long poll (and how long a wait on the futex with operations in
+/// flight but no armed wake-up read lasts).
 const WATCH_PERIOD: Duration = Duration::from_millis(2);
-/// `next_timer` when no timer is pending.
-const NO_TIMER: u64 = u64::MAX;
+/// `RESUMED` values.
+const RESUMED_NO: u8 = 0;
+const RESUMED_PARKED: u8 = 1;
+const RESUMED_WATCHING: u8 = 2;
 
 static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -54,6 +58,12 @@ thread_local! {
     static CURRENT_RAW: Cell<(usize, *const Proc)> = const { Cell::new((0, std::ptr::null())) };
     /// This processor thread's scheduling iterations (see `poll_own`).
     static ITERATION: Cell<u64> = const { Cell::new(0) };
+    /// Whether this processor thread parked since its last `poll_events`
+    /// (`RESUMED_PARKED`), watching others at its last park
+    /// (`RESUMED_WATCHING`), or not (`RESUMED_NO`): the core calls
+    /// `poll_events` only once it runs its loop again, so the next one
+    /// knows that the processor resumes running tasks.
+    static RESUMED: Cell<u8> = const { Cell::new(RESUMED_NO) };
     /// Helping state of this processor thread: the processor it watches,
     /// that one's iteration count when sampled, and a random state.
     static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
@@ -251,6 +261,9 @@ pub(crate) struct Driver {
     procs_version: AtomicU64,
     shut_down: AtomicBool,
     submit_thread: Arc<SubmitThread>,
+    /// The processors that sleep watching nobody (the watch handshake,
+    /// driver.md "Sleeping helpers").
+    unwatched: Unwatched,
     /// This driver, for its engines (`Proc::driver`).
     me: Weak<Driver>,
 }
@@ -264,17 +277,16 @@ pub(crate) struct Proc {
     /// its engines).
     pub(crate) driver: Weak<Driver>,
     state: Mutex<State>,
-    /// Earliest timer tick (`NO_TIMER`: none); written under the lock, read
-    /// without it to keep `poll_events` cheap.
-    next_timer: AtomicU64,
     /// Whether the owner is parked, until when, on which wait: written by
     /// the owner under the lock, read by wakers, timer adders and helpers
     /// (driver.md, "Sleeping").
     sleep: SleepState,
     /// The wake-up token of a wait `ON_FUTEX`: 1 when a wake is pending.
     futex: AtomicU32,
-    /// Operations in the slab plus registered descriptors.
-    pub(crate) outstanding: AtomicUsize,
+    /// Operations in the slab plus registered descriptors, and the earliest
+    /// timer: written under the lock, read without it to keep `poll_events`
+    /// cheap, and by the watch handshake.
+    pub(crate) work: Work,
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
     /// The owner's scheduling iterations, published every HELP_PERIOD of
@@ -323,6 +335,7 @@ impl Driver {
             foreign: AtomicUsize::new(0),
             procs_version: AtomicU64::new(1),
             shut_down: AtomicBool::new(false),
+            unwatched: Unwatched::new(),
             submit_thread: Arc::new(SubmitThread {
                 state: Mutex::new(SubmitState::default()),
                 wake: Condvar::new(),
@@ -391,10 +404,9 @@ impl Driver {
                 stopped: false,
                 sq_log: uring::SqLog::default(),
             }),
-            next_timer: AtomicU64::new(NO_TIMER),
             sleep: SleepState::new(),
             futex: AtomicU32::new(0),
-            outstanding: AtomicUsize::new(0),
+            work: Work::new(),
             unflushed: AtomicU32::new(0),
             iterations: AtomicU64::new(0),
             submit_thread: self.submit_thread.clone(),
@@ -561,19 +573,26 @@ impl Driver {
         if iteration % u64::from(HELP_PERIOD) == 0 {
             proc.iterations.store(iteration, Ordering::Relaxed);
         }
+        let resumed = RESUMED.with(|r| r.replace(RESUMED_NO));
+        if resumed != RESUMED_NO && (resumed == RESUMED_WATCHING || proc.work.pending()) {
+            // Back from sleep to run tasks, with work in this engine (a
+            // sleeper that saw this processor parked does not watch it), or
+            // after watching others (whom a sleeper must watch now): the
+            // handshake's announcing side. `SleepState::awake` was stored
+            // in `park`, before the fence.
+            self.work_appeared(proc.index);
+        }
         let timers_due = {
-            let next = proc.next_timer.load(Ordering::Relaxed);
+            let next = proc.work.next_timer();
             next != NO_TIMER && next <= self.now_tick()
         };
         let engine_due = match &proc.engine {
             Engine::Uring(_) => {
-                proc.outstanding.load(Ordering::Relaxed) != 0
-                    || proc.unflushed.load(Ordering::Relaxed) != 0
+                proc.work.outstanding() != 0 || proc.unflushed.load(Ordering::Relaxed) != 0
             }
             // A system call: only every POLL_PERIOD iterations.
             Engine::Poll(_) => {
-                iteration % u64::from(POLL_PERIOD) == 0
-                    && proc.outstanding.load(Ordering::Relaxed) != 0
+                iteration % u64::from(POLL_PERIOD) == 0 && proc.work.outstanding() != 0
             }
         };
         if engine_due || timers_due {
@@ -645,13 +664,12 @@ impl Driver {
             // here) is read only if it has work in its engine; one without
             // cannot need help at the next look.
             let sampled = &procs[next];
-            let seen_next = if sampled.outstanding.load(Ordering::Relaxed) != 0
-                || sampled.next_timer.load(Ordering::Relaxed) != NO_TIMER
-            {
-                sampled.iterations.load(Ordering::Relaxed)
-            } else {
-                UNSAMPLED
-            };
+            let seen_next =
+                if sampled.work.outstanding() != 0 || sampled.work.next_timer() != NO_TIMER {
+                    sampled.iterations.load(Ordering::Relaxed)
+                } else {
+                    UNSAMPLED
+                };
             WATCH.with(|w| w.set((next, seen_next, rng)));
             if seen == UNSAMPLED {
                 return None;
@@ -667,10 +685,10 @@ impl Driver {
                 return None;
             }
             let timers_due = {
-                let t = other.next_timer.load(Ordering::Relaxed);
+                let t = other.work.next_timer();
                 t != NO_TIMER && t <= self.now_tick()
             };
-            if other.outstanding.load(Ordering::Relaxed) == 0 && !timers_due {
+            if other.work.outstanding() == 0 && !timers_due {
                 return None;
             }
             Some(other.clone())
@@ -709,22 +727,38 @@ impl Driver {
         fired.into_iter().for_each(Waker::wake);
     }
 
-    /// The other processors that are awake, and their iteration counts now:
-    /// a sleeping processor looks at them again after `WATCH_PERIOD` and
-    /// helps those that have not moved (stuck in a long poll) and have
-    /// operations or timers in their engine by then (`drain_other` checks).
-    /// Every awake processor is watched, not only those with work in their
-    /// engine now: one that is about to submit an operation or set a timer
-    /// and then runs a task that never yields would otherwise strand them,
-    /// since nothing wakes a sleeper that chose to sleep without a timeout.
-    /// Nobody is watched when every other processor sleeps, so an idle
-    /// runtime sleeps without timeouts.
-    fn watch_list(&self, own: usize) -> Vec<(Arc<Proc>, u64)> {
-        self.procs()
-            .iter()
-            .filter(|q| q.index != own && !q.sleep.parked_hint())
+    /// The recheck of the watch handshake (driver.md, "Sleeping helpers"):
+    /// the processors among `procs`, other than `own`, that a processor
+    /// going to sleep must watch (awake, with work in their engine), and
+    /// their iteration counts now. It looks at them again after
+    /// `WATCH_PERIOD` and helps those that have not moved (stuck in a long
+    /// poll) and still have work (`drain_other` checks). Called after
+    /// `SleepState::choose_watched`, whose fence orders these reads after
+    /// the sleeper's flag: a processor whose work appears later sees the
+    /// flag and wakes a sleeper (`work_appeared`). Nobody is watched when no awake
+    /// processor has work, so a runtime whose awake processors do no I/O
+    /// and set no timers leaves its sleepers asleep.
+    fn watch_list(&self, own: &Proc, procs: &[Arc<Proc>]) -> Vec<(Arc<Proc>, u64)> {
+        let others = procs.iter().filter(|q| q.index != own.index);
+        own.sleep
+            .choose_watched(&self.unwatched, others, |q| (&q.sleep, &q.work))
+            .into_iter()
             .map(|q| (q.clone(), q.iterations.load(Ordering::Relaxed)))
             .collect()
+    }
+
+    /// The other half of the watch handshake: work appeared in the engine
+    /// of processor `from` while it is awake, or it resumes running tasks
+    /// with work in its engine, or it resumes after watching others (a
+    /// hand-over). After its work words were stored: if some processor may
+    /// sleep watching nobody, one that does is woken, and rechecks before
+    /// it sleeps again. Called without any engine's lock.
+    pub(crate) fn work_appeared(&self, from: usize) {
+        let procs = self.procs();
+        let others = procs.iter().filter(|q| q.index != from);
+        if let Some(sleeper) = self.unwatched.wake_one(others, |q| &q.sleep) {
+            sleeper.notify();
+        }
     }
 
     /// Host hook: processor `p` committed to sleep. Drains completions and
@@ -739,7 +773,11 @@ impl Driver {
             return;
         };
         let mut fired = Vec::new();
-        let watched = self.watch_list(p);
+        // Taken before this engine's lock (lock order: the table, then an
+        // engine). A processor added after this look starts awake without
+        // work: its first work announces itself (`work_appeared`).
+        let procs = self.procs().clone();
+        let watched;
         let timeout = {
             let mut st = proc.lock();
             self.drain_all(&proc, &mut st, &mut fired);
@@ -751,7 +789,7 @@ impl Driver {
                 fired.into_iter().for_each(Waker::wake);
                 return;
             }
-            let until = proc.next_timer.load(Ordering::Relaxed);
+            let until = proc.work.next_timer();
             // With nothing in the engine, no completion or readiness can
             // arrive there: wait on the futex, the cheaper wake-up. Anyone
             // who puts work in this engine later does so under this lock
@@ -765,7 +803,7 @@ impl Driver {
             // breaks never submits it (its entries are settled instead).
             // Entries left published here are a thread's that may not
             // enter (a `block_in_place` stand-in): wait for their round.
-            let in_flight = proc.outstanding.load(Ordering::Relaxed) != 0;
+            let in_flight = proc.work.outstanding() != 0;
             let wake_armed = match &proc.engine {
                 Engine::Uring(ring) => {
                     if ring.has_unsubmitted(&st) {
@@ -788,6 +826,8 @@ impl Driver {
             };
             let bounded = in_flight && !wake_armed;
             proc.sleep.commit(&*st, until, mode);
+            // The watch handshake, sleeper side: flag, fence, recheck.
+            watched = self.watch_list(&proc, &procs);
             let timer = if until == NO_TIMER {
                 None
             } else {
@@ -814,20 +854,28 @@ impl Driver {
         }
         let mut st = proc.lock();
         proc.sleep.awake(&*st);
+        proc.sleep.end_unwatched(&self.unwatched);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
         drop(st);
         fired.into_iter().for_each(Waker::wake);
-        for (other, seen) in watched {
-            let has_work = other.outstanding.load(Ordering::Relaxed) != 0
-                || other.next_timer.load(Ordering::Relaxed) != NO_TIMER;
-            if has_work
-                && other.iterations.load(Ordering::Relaxed) == seen
+        for (other, seen) in &watched {
+            if other.work.pending()
+                && other.iterations.load(Ordering::Relaxed) == *seen
                 && !other.sleep.parked_hint()
             {
-                self.drain_other(&other);
+                self.drain_other(other);
             }
         }
+        // If the core now resumes running tasks here, its next
+        // `poll_events` announces this processor (`poll_own`).
+        RESUMED.with(|r| {
+            r.set(if watched.is_empty() {
+                RESUMED_PARKED
+            } else {
+                RESUMED_WATCHING
+            })
+        });
     }
 
     /// Reaps completions, flushes submissions and fires due timers.
@@ -850,10 +898,9 @@ impl Driver {
         if st.wheel.len() != 0 {
             st.wheel.advance(self.now_tick(), fired);
         }
-        proc.next_timer.store(
-            st.wheel.next_expiration().unwrap_or(NO_TIMER),
-            Ordering::Relaxed,
-        );
+        // Firing only removes timers: no work appears here.
+        proc.work
+            .set_next_timer(&*st, st.wheel.next_expiration().unwrap_or(NO_TIMER));
     }
 
     /// Host hook: wakes processor `p` from `park` (or makes its next `park`
@@ -906,7 +953,7 @@ impl Driver {
                 // this lock is released (moving takes the other's lock).
                 Engine::Poll(_) => {
                     moving.extend(st.fds.drain());
-                    proc.outstanding.fetch_sub(moving.len(), Ordering::Relaxed);
+                    proc.work.remove(&*st, moving.len());
                 }
             }
             // Timers: wake their tasks; their sleeps then see the processor
@@ -914,7 +961,7 @@ impl Driver {
             let mut all = Vec::new();
             st.wheel.advance(u64::MAX, &mut all);
             fired.extend(all);
-            proc.next_timer.store(NO_TIMER, Ordering::Relaxed);
+            proc.work.set_next_timer(&*st, NO_TIMER);
         }
         for state in &moving {
             super::reactor::rehome(self, &proc, state, &mut fired);
@@ -950,12 +997,17 @@ impl Driver {
         st.wheel.advance(now, &mut fired);
         let key = st.wheel.insert(tick, waker.clone());
         let next = st.wheel.next_expiration().unwrap_or(NO_TIMER);
-        proc.next_timer.store(next, Ordering::Relaxed);
+        let appeared = proc.work.set_next_timer(&*st, next);
         let parked_until = proc.sleep.parked_until(&*st);
         drop(st);
         if !local && key.is_some() && parked_until.is_some_and(|until| tick < until) {
             // The owner sleeps past this deadline: wake it to re-arm.
             proc.notify();
+        }
+        if appeared && parked_until.is_none() {
+            // The owner is awake and may be stuck in a long poll: some
+            // sleeper must watch this timer.
+            self.work_appeared(proc.index);
         }
         fired.into_iter().for_each(Waker::wake);
         Ok(key.map(|k| (proc, k)))
@@ -1120,6 +1172,15 @@ impl Proc {
         }
     }
 
+    /// Under the lock (`st`): one more operation or registration in this
+    /// engine. Returns whether that made work appear while the owner is
+    /// awake: the caller then calls `Driver::work_appeared` after unlocking
+    /// (the watch handshake; an owner that is parked waits for its own
+    /// engine, and announces its work when it resumes).
+    pub(crate) fn work_added(&self, st: &State) -> bool {
+        self.work.add(st) && self.sleep.parked_until(st).is_none()
+    }
+
     /// Without the lock, a hint: whether this engine's ring broke (it takes
     /// no new operations).
     fn ring_broken(&self) -> bool {
@@ -1143,10 +1204,8 @@ impl Proc {
     pub(crate) fn cancel_timer(&self, key: TimerKey) {
         let mut st = self.lock();
         st.wheel.cancel(key);
-        self.next_timer.store(
-            st.wheel.next_expiration().unwrap_or(NO_TIMER),
-            Ordering::Relaxed,
-        );
+        self.work
+            .set_next_timer(&*st, st.wheel.next_expiration().unwrap_or(NO_TIMER));
     }
 
     /// Whether timer `key` is still pending; updates its waker if so.

@@ -860,7 +860,7 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             } else {
                 result
             });
-            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+            proc.work.remove(&*st, 1);
         }
         OpSlot::Abandoned(_) => {
             // The kernel is done with the resources.
@@ -868,7 +868,7 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
                 unreachable!("matched above")
             };
             orphan.finish(proc, key, result, fired);
-            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+            proc.work.remove(&*st, 1);
         }
         OpSlot::Done(_) => {}
     }
@@ -885,7 +885,7 @@ fn unsubmitted(proc: &Proc, st: &mut State, key: usize, fired: &mut Vec<Waker>) 
                 fired.push(w);
             }
             st.ops[key] = OpSlot::Done(UNSUBMITTED);
-            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+            proc.work.remove(&*st, 1);
         }
         Some(OpSlot::Abandoned(_)) => complete(proc, st, key, -libc::ECANCELED, fired),
         Some(OpSlot::Done(_)) | None => {}
@@ -995,7 +995,7 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, 
         fired.into_iter().for_each(Waker::wake);
         return Err(e);
     }
-    proc.outstanding.fetch_add(1, Ordering::Relaxed);
+    let appeared = proc.work_added(&st);
     // A thread that is not this ring's processor has no loop that would
     // flush its batch later: submit now. On the processor, flush when the
     // batch is large (the other flush points are in the driver).
@@ -1008,6 +1008,9 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, 
     }
     drop(st);
     fired.into_iter().for_each(Waker::wake);
+    if appeared {
+        driver.work_appeared(proc.index);
+    }
     Ok((proc, key))
 }
 
@@ -1185,7 +1188,7 @@ mod tests {
         let mut st = proc.lock();
         let read = |st: &mut State, buf: &mut [u8; 8], fired: &mut Vec<Waker>| {
             let key = st.ops.insert(OpSlot::Waiting(None));
-            proc.outstanding.fetch_add(1, Ordering::Relaxed);
+            proc.work.add(&*st);
             let entry = opcode::Read::new(types::Fd(rx.as_raw_fd()), buf.as_mut_ptr(), 8)
                 .build()
                 .user_data(key as u64);
