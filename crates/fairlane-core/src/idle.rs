@@ -128,6 +128,16 @@ impl Idle {
         }
     }
 
+    /// Whether processor `p` has committed to sleep and no waker has asked
+    /// it to wake since (`sem == ASLEEP`). Acquire: pairs with the release
+    /// half of `commit`, so that what `p` did before committing is visible
+    /// to the caller (a host's idle check; see `Cluster::is_asleep`).
+    pub(crate) fn is_asleep(&self, p: usize) -> bool {
+        self.sem
+            .get(p)
+            .is_some_and(|sem| sem.load(Ordering::Acquire) == ASLEEP)
+    }
+
     /// Sets processor `p`'s `sem` to `WAKE`, unparking it if it had
     /// committed to sleep.
     pub(crate) fn wake(&self, p: usize, host: &impl Host) {

@@ -409,6 +409,12 @@ impl<T, H: Host> Scheduler<T, H> {
         self.idle.wake(p, &self.host);
     }
 
+    /// Whether processor `p` is in idle sleep with no wake-up pending
+    /// (see `Idle::is_asleep`).
+    pub fn is_asleep(&self, p: usize) -> bool {
+        self.idle.is_asleep(p)
+    }
+
     /// Clears [`release`](Self::release) once the released thread has
     /// returned, so that `p` can run again, and takes `p`'s read side of the
     /// resize lock for the calling thread, which runs `p` again.

@@ -779,6 +779,34 @@ impl<H: Host> Cluster<H> {
         self.sched.reclaim(p)
     }
 
+    /// Whether processor slot `p` has committed to idle sleep (it is in, or
+    /// about to enter, [`Host::park`]) and no waker has asked it to wake
+    /// since; false for a slot out of range. A read of one word, with
+    /// Acquire: what `p` did before committing is visible to the caller. A
+    /// host that needs to know whether the whole cluster is idle (std's
+    /// paused test clock) reads it for every processor, and must itself
+    /// order those reads against the events that wake processors
+    /// ([`Host::unpark`] is called after the word leaves `ASLEEP`).
+    ///
+    /// # Example
+    /// ```
+    /// # use core::sync::atomic::{AtomicU64, Ordering};
+    /// # struct H(AtomicU64);
+    /// # unsafe impl fairlane_core::Host for H {
+    /// #     fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+    /// #     fn current_processor(&self) -> Option<usize> { None }
+    /// #     fn park(&self, _: usize) {}
+    /// #     fn unpark(&self, _: usize) {}
+    /// # }
+    /// use fairlane_core::{Cluster, Config};
+    /// let cluster = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// assert!(!cluster.is_asleep(0)); // not running, so not asleep
+    /// assert!(!cluster.is_asleep(7)); // no such slot
+    /// ```
+    pub fn is_asleep(&self, p: usize) -> bool {
+        self.sched.is_asleep(p)
+    }
+
     /// Stops the processors: each returns from `run_processor` after the poll
     /// it is in. Tasks woken from now on are not queued: they wait, not
     /// polled again, for [`cancel_all`](Self::cancel_all) to drop their

@@ -9,6 +9,8 @@
 //! - `flavor = "multi_thread"` (the default) or `"current_thread"` (one
 //!   processor), as tokio spells them.
 //! - `io_backend = "io_uring"` or `"fallback"`.
+//! - `start_paused = true`: the runtime's clock starts paused
+//!   (`Builder::start_paused`), as tokio's option of that name.
 //! - `crate = "path"`: where the `fairlane` crate is, for a renamed
 //!   dependency.
 
@@ -79,6 +81,14 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     assert_eq!(fairlane::Handle::current().io_backend(), fairlane::io::IoBackend::Fallback);
 ///     Ok(())
 /// }
+///
+/// // The clock starts paused: the hour passes at once, on the clock.
+/// #[fairlane::test(start_paused = true)]
+/// async fn an_hour_at_once() {
+///     let start = fairlane::time::Instant::now();
+///     fairlane::time::sleep(std::time::Duration::from_secs(3600)).await;
+///     assert_eq!(start.elapsed(), std::time::Duration::from_secs(3600));
+/// }
 /// # fn main() {}
 /// ```
 ///
@@ -116,6 +126,7 @@ struct Options {
     processors: Option<(usize, Span)>,
     current_thread: Option<Span>,
     io_backend: Option<String>,
+    start_paused: bool,
     krate: Option<syn::Path>,
 }
 
@@ -177,6 +188,7 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
                 }
                 opts.io_backend = Some(backend);
             }
+            "start_paused" => opts.start_paused = bool_value(&nv.value)?,
             "crate" => {
                 let path = str_value(&nv.value)?;
                 opts.krate = Some(syn::parse_str(&path).map_err(|e| {
@@ -188,7 +200,7 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
                     nv.path.span(),
                     format!(
                         "unknown option `{name}`: expected `processors`, `worker_threads`, \
-                         `flavor`, `io_backend` or `crate`"
+                         `flavor`, `io_backend`, `start_paused` or `crate`"
                     ),
                 ))
             }
@@ -216,6 +228,13 @@ fn int_value(value: &Expr) -> syn::Result<usize> {
     match lit(value) {
         Some(Lit::Int(i)) => i.base10_parse(),
         _ => Err(syn::Error::new(value.span(), "expected an integer literal")),
+    }
+}
+
+fn bool_value(value: &Expr) -> syn::Result<bool> {
+    match lit(value) {
+        Some(Lit::Bool(b)) => Ok(b.value),
+        _ => Err(syn::Error::new(value.span(), "expected `true` or `false`")),
     }
 }
 
@@ -276,6 +295,9 @@ fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<Tok
             _ => quote! { Fallback },
         };
         builder = quote! { #builder.io_backend(#krate::io::IoBackend::#variant) };
+    }
+    if opts.start_paused {
+        builder = quote! { #builder.start_paused(true) };
     }
     let body = &func.block;
     let span = body.span();
@@ -360,6 +382,12 @@ mod tests {
                 "unknown io_backend",
             ),
             (
+                quote! { start_paused = "yes" },
+                main.clone(),
+                Kind::Main,
+                "expected `true` or `false`",
+            ),
+            (
                 quote! {},
                 quote! { async fn start() {} },
                 Kind::Main,
@@ -404,5 +432,14 @@ mod tests {
             .to_string();
         assert!(test.contains(". processors (1usize)"), "{test}");
         assert!(test.contains("test"), "{test}");
+        assert!(!test.contains("start_paused"), "{test}");
+        let paused = expand(
+            quote! { start_paused = true },
+            quote! { async fn t() {} },
+            Kind::Test,
+        )
+        .unwrap()
+        .to_string();
+        assert!(paused.contains(". start_paused (true)"), "{paused}");
     }
 }

@@ -11,12 +11,14 @@
 //! [`spawn`], [`JoinHandle`], [`yield_now`]. Asynchronous I/O runs on one
 //! io_uring instance per processor, or on an epoll fallback (see [`io`]):
 //! [`time`] (sleep, timeout, interval), [`net`] (TCP, UDP, Unix sockets with
-//! owned buffers and `futures-io` traits) and [`fs`].
+//! owned buffers and `futures-io` traits), [`fs`], and [`process`] (child
+//! processes whose exits and pipes are waited for without blocking a
+//! processor).
 //!
 //! # Cargo features
-//! - `tokio-io` (off by default): the streams implement tokio's
-//!   `AsyncRead`/`AsyncWrite` (only tokio's traits are pulled in, not its
-//!   runtime), so tokio-util codecs and crates written against tokio's
+//! - `tokio-io` (off by default): the streams (and the child processes'
+//!   pipes) implement tokio's `AsyncRead`/`AsyncWrite` (only tokio's traits
+//!   are pulled in, not its runtime), so tokio-util codecs and crates written against tokio's
 //!   traits take fairlane streams directly.
 //! - `hyper` (off by default): the streams implement hyper's I/O traits,
 //!   and the module `fairlane::hyper` has hyper's executor and timer.
@@ -48,6 +50,7 @@ mod host;
 pub mod hyper;
 pub mod io;
 pub mod net;
+pub mod process;
 mod runtime;
 pub mod signal;
 pub mod task;

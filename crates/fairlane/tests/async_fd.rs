@@ -1,7 +1,10 @@
 //! `io::unix::AsyncFd` on descriptors fairlane does not wrap itself (a
-//! pipe, an eventfd), on both I/O backends: readiness arrives when the
-//! other end acts, `try_io` clears it on `WouldBlock`, a pending wait can
-//! be dropped, and a blocking descriptor is refused.
+//! pipe, an eventfd, a socket), on both I/O backends: readiness arrives
+//! when the other end acts, `try_io` clears it on `WouldBlock`, a pending
+//! wait can be dropped, and a blocking descriptor is refused; `ready` with
+//! an `Interest` reports what the descriptor has (`Ready`: readable,
+//! writable, closed sides, urgent data, errors), and `with_interest`
+//! refuses waits for anything else.
 
 mod common;
 
@@ -10,7 +13,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 
 use fairlane::io::unix::AsyncFd;
-use fairlane::io::IoBackend;
+use fairlane::io::{Interest, IoBackend, Ready};
 use futures_lite::future::poll_once;
 
 common::on_both_backends!(
@@ -20,6 +23,12 @@ common::on_both_backends!(
     dropping_a_pending_wait_is_fine,
     a_blocking_descriptor_is_refused,
     mut_guards_give_mutable_access,
+    ready_reports_what_the_descriptor_has,
+    pipe_ends_report_their_closed_sides,
+    with_interest_refuses_other_waits,
+    priority_data_is_reported,
+    an_error_alone_is_reported,
+    a_wait_for_both_directions_ends_on_either,
 );
 
 /// A pipe (read end, write end) with `flags` on both.
@@ -91,21 +100,26 @@ fn pipe_readable_when_the_writer_writes(backend: IoBackend) {
     });
 }
 
+/// Writes to the non-blocking `w` until it would block (a full pipe or
+/// send buffer); how many bytes that took.
+fn fill(mut w: impl Write) -> usize {
+    let chunk = [7u8; 4096];
+    let mut written = 0;
+    loop {
+        match w.write(&chunk) {
+            Ok(n) => written += n,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => return written,
+            Err(e) => panic!("write: {e}"),
+        }
+    }
+}
+
 fn pipe_writable_when_the_reader_drains(backend: IoBackend) {
     let rt = common::backend_runtime(backend, 1);
     rt.block_on(async {
         let (mut r, w) = pipe(libc::O_NONBLOCK);
         let fd = AsyncFd::new(w).unwrap();
-        let chunk = [7u8; 4096];
-        let mut written = 0;
-        // Fill the pipe (non-blocking writes until it would block).
-        loop {
-            match fd.get_ref().write(&chunk) {
-                Ok(n) => written += n,
-                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
-                Err(e) => panic!("write: {e}"),
-            }
-        }
+        let written = fill(fd.get_ref());
         assert!(written >= 4096);
         let mut writable = std::pin::pin!(fd.writable());
         assert!(poll_once(&mut writable).await.is_none(), "the pipe is full");
@@ -243,5 +257,199 @@ fn mut_guards_give_mutable_access(backend: IoBackend) {
         assert_eq!(&buf[..n], b"mut");
         assert!(guard.try_io(|f| f.get_mut().read(&mut buf)).is_err());
         assert!(!guard.is_ready());
+    });
+}
+
+fn ready_reports_what_the_descriptor_has(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (a, mut b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let fd = AsyncFd::new(a).unwrap();
+        let both = Interest::READABLE | Interest::WRITABLE;
+        // Writable at once, nothing to read.
+        let guard = fd.ready(both).await.unwrap();
+        assert!(guard.ready().is_writable(), "{:?}", guard.ready());
+        assert!(!guard.ready().is_readable(), "{:?}", guard.ready());
+        assert!(!guard.ready().is_read_closed(), "{:?}", guard.ready());
+        {
+            let mut readable = std::pin::pin!(fd.ready(Interest::READABLE));
+            assert!(poll_once(&mut readable).await.is_none(), "nothing written");
+            b.write_all(b"x").unwrap();
+            let mut guard = readable.await.unwrap();
+            assert!(guard.ready().is_readable(), "{:?}", guard.ready());
+            assert!(!guard.ready().is_writable(), "only what was asked for");
+            guard.clear_ready_matching(Ready::READABLE);
+            assert!(!guard.ready().is_readable());
+            assert!(!guard.is_ready());
+        }
+        // Both at once; then the peer goes: the read side is closed.
+        let guard = fd.ready(both).await.unwrap();
+        assert!(guard.ready().is_readable() && guard.ready().is_writable());
+        drop(b);
+        let guard = fd.ready(Interest::READABLE).await.unwrap();
+        assert!(guard.ready().is_read_closed(), "{:?}", guard.ready());
+        // `readable` reports it the same way.
+        let guard = fd.readable().await.unwrap();
+        assert!(guard.ready().is_read_closed(), "{:?}", guard.ready());
+    });
+}
+
+fn pipe_ends_report_their_closed_sides(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        // The writer goes: the reader sees a hang-up, nothing readable.
+        let (r, w) = pipe(libc::O_NONBLOCK);
+        let rfd = AsyncFd::with_interest(r, Interest::READABLE).unwrap();
+        {
+            let mut readable = std::pin::pin!(rfd.ready(Interest::READABLE));
+            assert!(poll_once(&mut readable).await.is_none(), "writer open");
+            drop(w);
+            let guard = readable.await.unwrap();
+            let ready = guard.ready();
+            assert!(ready.is_read_closed(), "{ready:?}");
+            assert!(!ready.is_readable(), "{ready:?}");
+        }
+        // The reader goes: the writer sees an error, its write side closed.
+        let (r, w) = pipe(libc::O_NONBLOCK);
+        let wfd = AsyncFd::with_interest(w, Interest::WRITABLE).unwrap();
+        let guard = wfd.ready(Interest::WRITABLE).await.unwrap();
+        assert!(guard.ready().is_writable(), "{:?}", guard.ready());
+        assert!(!guard.ready().is_write_closed(), "{:?}", guard.ready());
+        drop(r);
+        let guard = wfd.ready(Interest::WRITABLE).await.unwrap();
+        let ready = guard.ready();
+        assert!(ready.is_write_closed() && ready.is_error(), "{ready:?}");
+    });
+}
+
+fn with_interest_refuses_other_waits(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (r, mut w) = pipe(libc::O_NONBLOCK);
+        let fd = AsyncFd::with_interest(r, Interest::READABLE).unwrap();
+        let err = fd.writable().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("with_interest"), "{err}");
+        let err = fd
+            .ready(Interest::READABLE | Interest::WRITABLE)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        let err = fd.ready(Interest::PRIORITY).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        // Errors may always be waited for (none here: it waits).
+        {
+            let mut error = std::pin::pin!(fd.ready(Interest::ERROR));
+            assert!(poll_once(&mut error).await.is_none());
+        }
+        // What it was made for works.
+        w.write_all(b"x").unwrap();
+        let mut guard = fd.readable().await.unwrap();
+        assert!(guard.ready().is_readable());
+        let mut buf = [0u8; 2];
+        let n = guard.try_io(|f| f.get_ref().read(&mut buf)).unwrap();
+        assert_eq!(n.unwrap(), 1);
+    });
+}
+
+/// A connected TCP pair of std streams (client, server side).
+fn tcp_pair() -> (std::net::TcpStream, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (server, _) = listener.accept().unwrap();
+    (client, server)
+}
+
+fn priority_data_is_reported(backend: IoBackend) {
+    use std::os::fd::AsRawFd;
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (client, server) = tcp_pair();
+        server.set_nonblocking(true).unwrap();
+        let fd = AsyncFd::with_interest(server, Interest::READABLE | Interest::PRIORITY).unwrap();
+        let mut urgent = std::pin::pin!(fd.ready(Interest::PRIORITY));
+        assert!(poll_once(&mut urgent).await.is_none(), "nothing sent yet");
+        // Out-of-band data: the receiver's `POLLPRI`.
+        // SAFETY: sends one byte from a live local on the live socket.
+        let n = unsafe { libc::send(client.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB) };
+        assert_eq!(n, 1);
+        let guard = urgent.await.unwrap();
+        assert!(guard.ready().is_priority(), "{:?}", guard.ready());
+        let mut byte = 0u8;
+        // SAFETY: receives one byte into a live local.
+        let n = unsafe {
+            libc::recv(
+                guard.get_inner().as_raw_fd(),
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_OOB,
+            )
+        };
+        assert_eq!((n, byte), (1, b'!'));
+    });
+}
+
+fn an_error_alone_is_reported(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        // A connected UDP socket whose peer port is closed: a datagram sent
+        // there comes back as an ICMP error, a pending socket error.
+        let closed = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let target = closed.local_addr().unwrap();
+        drop(closed);
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        sock.connect(target).unwrap();
+        sock.set_nonblocking(true).unwrap();
+        let fd = AsyncFd::with_interest(sock, Interest::ERROR).unwrap();
+        let mut error = std::pin::pin!(fd.ready(Interest::ERROR));
+        assert!(poll_once(&mut error).await.is_none(), "no error yet");
+        fd.get_ref().send(b"anyone?").unwrap();
+        let guard = error.await.unwrap();
+        assert!(guard.ready().is_error(), "{:?}", guard.ready());
+        let err = guard.get_inner().take_error().unwrap().expect("an error");
+        assert_eq!(err.kind(), ErrorKind::ConnectionRefused);
+    });
+}
+
+/// Neither readable nor writable, then one of them, done by another
+/// thread while the task waits: a wait for both ends on either (the
+/// fallback backend waits in both directions at once).
+fn a_wait_for_both_directions_ends_on_either(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let fd = AsyncFd::new(a).unwrap();
+        let both = Interest::READABLE | Interest::WRITABLE;
+        let sent = fill(fd.get_ref());
+        // The peer acts a little later, so that the task is asleep in its
+        // wait by then (if not, the wait sees it at once: still correct).
+        let later = |f: Box<dyn FnOnce() + Send>| {
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(30));
+                f()
+            })
+        };
+        let mut b2 = b.try_clone().unwrap();
+        let writer = later(Box::new(move || b2.write_all(b"x").unwrap()));
+        let guard = fd.ready(both).await.unwrap();
+        assert!(guard.ready().is_readable(), "{:?}", guard.ready());
+        assert!(!guard.ready().is_writable(), "{:?}", guard.ready());
+        writer.join().unwrap();
+        let mut one = [0u8; 1];
+        assert_eq!(fd.get_ref().read(&mut one).unwrap(), 1);
+        // A clone drains, so the peer stays open (a hang-up would also
+        // make `a` readable) until the checks are done.
+        let mut b3 = b.try_clone().unwrap();
+        let reader = later(Box::new(move || {
+            let mut sink = vec![0u8; sent];
+            b3.read_exact(&mut sink).unwrap();
+        }));
+        let guard = fd.ready(both).await.unwrap();
+        assert!(guard.ready().is_writable(), "{:?}", guard.ready());
+        assert!(!guard.ready().is_readable(), "{:?}", guard.ready());
+        reader.join().unwrap();
+        drop(b);
     });
 }

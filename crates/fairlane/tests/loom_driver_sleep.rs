@@ -224,8 +224,10 @@ impl Watched {
 
 /// `Driver::work_appeared` with one other processor, `sleeper`.
 fn work_appeared(unwatched: &Unwatched, sleeper: &Arc<Watched>) {
-    if let Some(sleeper) = unwatched.wake_one([sleeper], |w| &w.sleep) {
-        sleeper.notify();
+    if unwatched.anyone_unwatched() {
+        if let Some(sleeper) = unwatched.claim([sleeper], |w| &w.sleep) {
+            sleeper.notify();
+        }
     }
 }
 

@@ -1,4 +1,4 @@
-//! `readable`/`writable` and the non-blocking `try_read`/`try_write`
+//! `readable`/`writable`/`ready` and the non-blocking `try_read`/`try_write`
 //! (`try_recv`/`try_send` for UDP) on both I/O backends, UDP `connect`,
 //! `send`, `recv` and `peer_addr`; and, with io_uring, the order of bytes
 //! when reads or writes were dropped in flight before a `try_` call.
@@ -9,7 +9,7 @@ use std::io::{ErrorKind, Read, Write};
 use std::time::Duration;
 
 use common::{drop_after_completion, drop_after_delivery, pair};
-use fairlane::io::IoBackend;
+use fairlane::io::{Interest, IoBackend};
 use fairlane::net::{TcpStream, UdpSocket, UnixListener, UnixStream};
 use futures_lite::future::poll_once;
 
@@ -24,6 +24,8 @@ common::on_both_backends!(
     try_write_after_a_dropped_write_keeps_the_order,
     empty_reads_return_at_once,
     udp_peek_from_leaves_the_datagram,
+    tcp_ready_reports_both_directions_and_the_peer_closing,
+    tcp_ready_sees_bytes_a_dropped_read_took,
 );
 
 /// Reads with `readable` + `try_read` until `want` bytes came (or the end).
@@ -363,5 +365,52 @@ fn udp_peek_from_leaves_the_datagram(backend: IoBackend) {
             let err = s.try_recv(&mut [0u8; 4]).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::WouldBlock, "one datagram only");
         }
+    });
+}
+
+fn tcp_ready_reports_both_directions_and_the_peer_closing(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (s, mut peer) = pair().await;
+        let both = Interest::READABLE | Interest::WRITABLE;
+        let ready = s.ready(both).await.unwrap();
+        assert!(ready.is_writable() && !ready.is_readable(), "{ready:?}");
+        {
+            let mut readable = std::pin::pin!(s.ready(Interest::READABLE));
+            assert!(poll_once(&mut readable).await.is_none(), "nothing sent");
+            peer.write_all(b"hey").unwrap();
+            let ready = readable.await.unwrap();
+            assert!(ready.is_readable() && !ready.is_read_closed(), "{ready:?}");
+        }
+        assert_eq!(read_n(&s, 3).await, b"hey");
+        peer.shutdown(std::net::Shutdown::Write).unwrap();
+        let ready = s.ready(Interest::READABLE).await.unwrap();
+        assert!(ready.is_read_closed(), "{ready:?}");
+        assert!(!ready.is_write_closed(), "only the peer's writing ended");
+        assert_eq!(s.try_read(&mut [0u8; 8]).unwrap(), 0);
+    });
+}
+
+/// With io_uring a read dropped after its bytes arrived took them from the
+/// socket: `ready` must report them as readable instead of waiting on a
+/// socket that has nothing (with the fallback backend they are still in
+/// the socket).
+fn tcp_ready_sees_bytes_a_dropped_read_took(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (s, mut peer) = pair().await;
+        drop_after_delivery(s.read_owned(Vec::with_capacity(64)), || {
+            peer.write_all(b"carried").unwrap()
+        })
+        .await;
+        let ready = fairlane::time::timeout(
+            Duration::from_secs(10),
+            s.ready(Interest::READABLE | Interest::WRITABLE),
+        )
+        .await
+        .expect("ready must see the bytes the dropped read received")
+        .unwrap();
+        assert!(ready.is_readable(), "{ready:?}");
+        assert_eq!(read_n(&s, 7).await, b"carried");
     });
 }

@@ -21,6 +21,8 @@ use super::reactor::FdState;
 use super::sleep::{SleepState, Unwatched, Work, IN_ENGINE, NO_TIMER, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
+use crate::time::clock::Clock;
+use crate::time::idle_check::{Activity, EngineMarks, IdleScan};
 use crate::time::wheel::{TimerKey, Wheel};
 
 /// Submissions a processor batches before it flushes regardless.
@@ -250,6 +252,9 @@ impl SubmitThread {
 pub(crate) struct Driver {
     id: usize,
     backend: IoBackend,
+    /// The runtime's clock (shared by its clusters' drivers); tick 0 of
+    /// the wheels is its epoch.
+    clock: Arc<Clock>,
     epoch: Instant,
     /// Per-processor engines, indexed by processor; grows when a processor
     /// registers with an index not seen before.
@@ -287,6 +292,8 @@ pub(crate) struct Proc {
     /// timer: written under the lock, read without it to keep `poll_events`
     /// cheap, and by the watch handshake.
     pub(crate) work: Work,
+    /// What the paused clock's idle check reads (time/clock.md).
+    marks: EngineMarks,
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
     /// The owner's scheduling iterations, published every HELP_PERIOD of
@@ -323,14 +330,26 @@ pub(crate) struct State {
 }
 
 impl Driver {
-    /// A driver for `processors` processors on `backend`.
+    /// A driver for `processors` processors on `backend`, with a clock of
+    /// its own.
+    #[cfg(test)]
     pub(crate) fn new(backend: IoBackend, processors: usize) -> io::Result<Arc<Driver>> {
+        Self::with_clock(backend, processors, Clock::new(false))
+    }
+
+    /// A driver for `processors` processors on `backend`, timed by `clock`.
+    pub(crate) fn with_clock(
+        backend: IoBackend,
+        processors: usize,
+        clock: Arc<Clock>,
+    ) -> io::Result<Arc<Driver>> {
         let id = NEXT_DRIVER_ID.fetch_add(1, Ordering::Relaxed);
         let driver = Arc::new_cyclic(|me| Driver {
             me: me.clone(),
             id,
             backend,
-            epoch: Instant::now(),
+            epoch: clock.epoch(),
+            clock,
             procs: RwLock::new(Vec::new()),
             foreign: AtomicUsize::new(0),
             procs_version: AtomicU64::new(1),
@@ -407,6 +426,7 @@ impl Driver {
             sleep: SleepState::new(),
             futex: AtomicU32::new(0),
             work: Work::new(),
+            marks: EngineMarks::default(),
             unflushed: AtomicU32::new(0),
             iterations: AtomicU64::new(0),
             submit_thread: self.submit_thread.clone(),
@@ -520,9 +540,11 @@ impl Driver {
             .ok_or_else(shut_down_error)
     }
 
-    /// Milliseconds since the driver's epoch, rounded down.
+    /// Milliseconds since the driver's epoch, rounded down, on the
+    /// runtime's clock (virtual while paused).
+    #[inline]
     pub(crate) fn now_tick(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64
+        self.clock.now_tick()
     }
 
     /// The first tick at or after `instant`.
@@ -534,12 +556,6 @@ impl Driver {
         } else {
             ms
         }
-    }
-
-    fn instant_of(&self, tick: u64) -> Instant {
-        self.epoch
-            .checked_add(Duration::from_millis(tick))
-            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400 * 365))
     }
 
     /// Host hook: top of processor `p`'s scheduling iteration.
@@ -574,13 +590,17 @@ impl Driver {
             proc.iterations.store(iteration, Ordering::Relaxed);
         }
         let resumed = RESUMED.with(|r| r.replace(RESUMED_NO));
-        if resumed != RESUMED_NO && (resumed == RESUMED_WATCHING || proc.work.pending()) {
-            // Back from sleep to run tasks, with work in this engine (a
-            // sleeper that saw this processor parked does not watch it), or
-            // after watching others (whom a sleeper must watch now): the
-            // handshake's announcing side. `SleepState::awake` was stored
-            // in `park`, before the fence.
-            self.work_appeared(proc.index);
+        if resumed != RESUMED_NO {
+            // Back from sleep to run tasks: the handshake's announcing side
+            // (`SleepState::awake` was stored in `park`, before the fence).
+            if proc.work.pending() {
+                // With work in this engine, which a sleeper that saw this
+                // processor parked does not watch.
+                self.work_appeared(proc.index);
+            } else if resumed == RESUMED_WATCHING {
+                // After watching others: a sleeper must watch them now.
+                self.hand_over_watch(proc.index);
+            }
         }
         let timers_due = {
             let next = proc.work.next_timer();
@@ -723,8 +743,7 @@ impl Driver {
             Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
         }
         self.fire_timers(other, &mut st, &mut fired);
-        drop(st);
-        fired.into_iter().for_each(Waker::wake);
+        other.marks.wake_after_unlock(st, fired);
     }
 
     /// The recheck of the watch handshake (driver.md, "Sleeping helpers"):
@@ -747,16 +766,43 @@ impl Driver {
             .collect()
     }
 
-    /// The other half of the watch handshake: work appeared in the engine
-    /// of processor `from` while it is awake, or it resumes running tasks
-    /// with work in its engine, or it resumes after watching others (a
-    /// hand-over). After its work words were stored: if some processor may
-    /// sleep watching nobody, one that does is woken, and rechecks before
-    /// it sleeps again. Called without any engine's lock.
+    /// The announcing half of the watch handshake (driver.md, "Sleeping
+    /// helpers"): work appeared in the engine of processor `from` while it
+    /// is awake, or it resumes running tasks with work in its engine. After
+    /// its work words were stored, and without any engine's lock: if some
+    /// processor may sleep watching nobody, one that does is woken, and
+    /// rechecks before it sleeps again.
     pub(crate) fn work_appeared(&self, from: usize) {
+        self.announce(from, |_| true);
+    }
+
+    /// Processor `from` resumes running tasks after a park in which it
+    /// watched others, or was woken to watch: a sleeper that watches nobody
+    /// is woken if an awake processor other than `from` has work in its
+    /// engine (read after the fence), to watch in its place.
+    fn hand_over_watch(&self, from: usize) {
+        self.announce(from, |procs| {
+            procs
+                .iter()
+                .any(|q| q.index != from && !q.sleep.parked_hint() && q.work.pending())
+        });
+    }
+
+    /// `Unwatched::anyone_unwatched`, `needed` (after the fence), then
+    /// `Unwatched::claim` over the processors other than `from` and the
+    /// wake-up of the one claimed.
+    fn announce(&self, from: usize, needed: impl FnOnce(&[Arc<Proc>]) -> bool) {
+        // The fence and one load, before the table's lock: all it costs
+        // while every sleeper watches someone, or nobody sleeps.
+        if !self.unwatched.anyone_unwatched() {
+            return;
+        }
         let procs = self.procs();
+        if !needed(&procs) {
+            return;
+        }
         let others = procs.iter().filter(|q| q.index != from);
-        if let Some(sleeper) = self.unwatched.wake_one(others, |q| &q.sleep) {
+        if let Some(sleeper) = self.unwatched.claim(others, |q| &q.sleep) {
             sleeper.notify();
         }
     }
@@ -785,8 +831,7 @@ impl Driver {
             // token (the `Host::park` contract): return at once.
             let woken = std::mem::take(&mut st.woken);
             if woken || !fired.is_empty() {
-                drop(st);
-                fired.into_iter().for_each(Waker::wake);
+                proc.marks.wake_after_unlock(st, fired);
                 return;
             }
             let until = proc.work.next_timer();
@@ -828,13 +873,12 @@ impl Driver {
             proc.sleep.commit(&*st, until, mode);
             // The watch handshake, sleeper side: flag, fence, recheck.
             watched = self.watch_list(&proc, &procs);
+            // None while the clock is paused: only `advance` and
+            // auto-advance move it.
             let timer = if until == NO_TIMER {
                 None
             } else {
-                Some(
-                    self.instant_of(until)
-                        .saturating_duration_since(Instant::now()),
-                )
+                self.clock.real_wait_until(until)
             };
             if watched.is_empty() && !bounded {
                 timer
@@ -842,23 +886,32 @@ impl Driver {
                 Some(timer.map_or(WATCH_PERIOD, |t| t.min(WATCH_PERIOD)))
             }
         };
+        if self.clock.is_paused_hint() {
+            // Committed: if the whole runtime is idle now, the clock jumps
+            // to the earliest timer and its processor (this one too) is
+            // woken (time/clock.md).
+            self.clock.auto_advance();
+        }
+        let mut events = Vec::new();
         match &proc.engine {
             _ if proc.sleep.own_mode() == ON_FUTEX => proc.futex_wait(timeout),
             Engine::Uring(ring) => ring.wait(timeout),
-            Engine::Poll(poller) => {
-                let mut events = Vec::new();
-                poller.wait(timeout, &mut events);
-                let mut st = proc.lock();
-                poller.dispatch(&mut st, &events, &mut fired);
-            }
+            Engine::Poll(poller) => poller.wait(timeout, &mut events),
         }
         let mut st = proc.lock();
+        if let Engine::Poll(poller) = &proc.engine {
+            // Under the lock that the wakers are woken after, so that the
+            // paused clock's idle check never finds them out of the engine
+            // and not yet counted (time/clock.md).
+            poller.dispatch(&mut st, &events, &mut fired);
+        }
         proc.sleep.awake(&*st);
-        proc.sleep.end_unwatched(&self.unwatched);
+        // Slept unwatched, and an announcer took the flag down: it woke
+        // this processor to watch.
+        let told = watched.is_empty() && !proc.sleep.end_unwatched(&self.unwatched);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
-        drop(st);
-        fired.into_iter().for_each(Waker::wake);
+        proc.marks.wake_after_unlock(st, fired);
         for (other, seen) in &watched {
             if other.work.pending()
                 && other.iterations.load(Ordering::Relaxed) == *seen
@@ -867,15 +920,16 @@ impl Driver {
                 self.drain_other(other);
             }
         }
-        // If the core now resumes running tasks here, its next
-        // `poll_events` announces this processor (`poll_own`).
-        RESUMED.with(|r| {
-            r.set(if watched.is_empty() {
-                RESUMED_PARKED
-            } else {
-                RESUMED_WATCHING
-            })
-        });
+        // If the core now resumes running tasks here (rather than parking
+        // again, which rechecks), its next `poll_events` announces this
+        // processor (`poll_own`). The strongest of the parks since the last
+        // `poll_events` counts: the core may park several times in a row.
+        let now = if watched.is_empty() && !told {
+            RESUMED_PARKED
+        } else {
+            RESUMED_WATCHING
+        };
+        RESUMED.with(|r| r.set(r.get().max(now)));
     }
 
     /// Reaps completions, flushes submissions and fires due timers.
@@ -919,6 +973,9 @@ impl Driver {
             return;
         }
         if let Some(proc) = self.procs().get(p) {
+            // Its `sem` just left ASLEEP: the paused clock's idle check
+            // counts this (time/clock.md).
+            proc.marks.roused();
             proc.notify();
         }
     }
@@ -1011,6 +1068,65 @@ impl Driver {
         }
         fired.into_iter().for_each(Waker::wake);
         Ok(key.map(|k| (proc, k)))
+    }
+}
+
+/// What the runtime's clock asks of its drivers (time/clock.md).
+impl Driver {
+    /// The processors whose engines have not stopped.
+    pub(crate) fn live_processors(&self) -> Vec<usize> {
+        self.procs()
+            .iter()
+            .filter(|proc| !proc.lock().stopped)
+            .map(|proc| proc.index)
+            .collect()
+    }
+
+    /// The idle check's look at every live engine, under its lock: false
+    /// if one has I/O in flight (an operation in the ring; on the fallback
+    /// backend, a task waiting for a socket's readiness) or wakers not yet
+    /// handed out. Adds the drains begun and the earliest timer to `scan`.
+    pub(crate) fn idle_scan(&self, scan: &mut IdleScan) -> bool {
+        for proc in self.procs().iter() {
+            let st = proc.lock();
+            if st.stopped {
+                continue;
+            }
+            scan.drains_begun += proc.marks.drains_begun(&st);
+            let in_flight = match &proc.engine {
+                Engine::Uring(_) => proc.work.outstanding() != 0,
+                Engine::Poll(_) => st.fds.iter().any(|(_, fd)| fd.has_waiters()),
+            };
+            if in_flight || st.woken || !st.pending_wakers.is_empty() {
+                return false;
+            }
+            scan.earliest = scan.earliest.min(proc.work.next_timer());
+        }
+        true
+    }
+
+    /// Every engine's wake-ups and finished drains, added to `activity`.
+    pub(crate) fn add_marks(&self, activity: &mut Activity) {
+        for proc in self.procs().iter() {
+            proc.marks.add_to(activity);
+        }
+    }
+
+    /// Wakes the owner of every engine with a timer due by `tick` (a
+    /// parked owner's timers are its own to fire).
+    pub(crate) fn notify_due(&self, tick: u64) {
+        for proc in self.procs().iter() {
+            if proc.work.next_timer() <= tick {
+                proc.notify();
+            }
+        }
+    }
+
+    /// Wakes every owner, to wait again for its timers (the clock resumed).
+    pub(crate) fn notify_all(&self) {
+        for proc in self.procs().iter() {
+            proc.notify();
+        }
     }
 }
 

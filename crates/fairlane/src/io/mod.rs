@@ -17,6 +17,7 @@ mod buf;
 pub(crate) mod carry;
 pub(crate) mod coop;
 pub(crate) mod driver;
+mod interest;
 pub(crate) mod reactor;
 mod sleep;
 pub mod unix;
@@ -34,6 +35,7 @@ use std::io;
 
 pub(crate) use self::buf::init_slice;
 pub use self::buf::{IoBuf, IoBufMut};
+pub use self::interest::{Interest, Ready};
 
 /// Which engine performs a runtime's I/O.
 ///

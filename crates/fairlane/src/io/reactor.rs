@@ -42,6 +42,9 @@ pub(crate) enum Direction {
 /// takes the engine's lock and then `inner`).
 pub(crate) struct FdState {
     fd: RawFd,
+    /// The directions registered with the poller (read, write): both for
+    /// sockets, what its interest names for an `AsyncFd`.
+    dirs: [bool; 2],
     /// The engine the descriptor is registered with and its key in that
     /// engine's `fds`; `None` once the registration dropped. Moves when the
     /// engine's processor is removed ([`rehome`]).
@@ -55,6 +58,14 @@ struct FdInner {
     /// Tasks waiting per direction: several tasks may share a socket (two
     /// acceptors on one listener), so every one of them is kept.
     wakers: [Vec<Waker>; 2],
+    /// Per direction, operation futures ([`Registration::io`]) waiting now,
+    /// and whether a poll-based wait ([`Registration::poll_io`], which has
+    /// no future to notice it is dropped) registered since the last event:
+    /// what the paused clock counts as I/O in flight (`has_waiters`).
+    /// Wakers may outlive their waits (a dropped waiter's stays until the
+    /// next event), so `wakers` cannot tell.
+    futures_waiting: [u32; 2],
+    polled_waiting: [bool; 2],
     /// The processor stopped: nothing will report readiness any more.
     stopped: bool,
 }
@@ -74,6 +85,35 @@ impl FdState {
             if hit {
                 inner.ticks[dir] += 1;
                 fired.append(&mut inner.wakers[dir]);
+                inner.polled_waiting[dir] = false;
+            }
+        }
+    }
+
+    /// Whether a task waits for this descriptor's readiness now (the
+    /// paused clock's idle check; the caller holds the engine's lock, which
+    /// comes before this one).
+    pub(crate) fn has_waiters(&self) -> bool {
+        let inner = self.lock();
+        inner.futures_waiting.iter().any(|&n| n != 0) || inner.polled_waiting.iter().any(|&p| p)
+    }
+}
+
+/// An operation future's count in `futures_waiting` while it waits, taken
+/// back when it completes or is dropped.
+struct Waiting<'a> {
+    state: &'a FdState,
+    /// The directions it waits in (read, write), each counted.
+    dirs: [bool; 2],
+    counted: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if self.counted {
+            let mut inner = self.state.lock();
+            for d in (0..2).filter(|&d| self.dirs[d]) {
+                inner.futures_waiting[d] -= 1;
             }
         }
     }
@@ -165,6 +205,7 @@ impl Poller {
             for wakers in &mut inner.wakers {
                 fired.append(wakers);
             }
+            inner.polled_waiting = [false; 2];
         }
     }
 }
@@ -194,9 +235,11 @@ fn register(
     // the registration's drop deletes it from whichever poller `home` names
     // before it is closed; the caller holds `home`, so that drop waits.
     let added = unsafe {
-        poller
-            .poller
-            .add_with_mode(state.fd, Event::all(key), PollMode::Edge)
+        poller.poller.add_with_mode(
+            state.fd,
+            Event::new(key, state.dirs[0], state.dirs[1]),
+            PollMode::Edge,
+        )
     };
     if let Err(e) = added {
         st.fds.remove(key);
@@ -257,19 +300,34 @@ pub(crate) fn rehome(driver: &Driver, from: &Proc, state: &Arc<FdState>, fired: 
         inner.ticks[dir] += 1;
         fired.append(&mut inner.wakers[dir]);
     }
+    inner.polled_waiting = [false; 2];
 }
 
 impl Registration {
     /// Registers the non-blocking descriptor `fd`, which must stay open
     /// until the registration is dropped.
     pub(crate) fn new(driver: &Driver, fd: RawFd) -> io::Result<Registration> {
+        Registration::with_directions(driver, fd, [true, true])
+    }
+
+    /// As [`new`](Self::new), registering only the directions set in
+    /// `dirs` (read, write; at least one): readiness in the other is never
+    /// reported, so only `dirs` may be waited for.
+    pub(crate) fn with_directions(
+        driver: &Driver,
+        fd: RawFd,
+        dirs: [bool; 2],
+    ) -> io::Result<Registration> {
         let (mut proc, _) = driver.target()?;
         let state = Arc::new(FdState {
             fd,
+            dirs,
             home: Mutex::new(None),
             inner: Mutex::new(FdInner {
                 ticks: [0; 2],
                 wakers: [Vec::new(), Vec::new()],
+                futures_waiting: [0; 2],
+                polled_waiting: [false; 2],
                 stopped: false,
             }),
         });
@@ -286,34 +344,81 @@ impl Registration {
         Ok(Registration { state })
     }
 
+    /// The directions registered with the poller (read, write).
+    pub(crate) fn directions(&self) -> [bool; 2] {
+        self.state.dirs
+    }
+
     /// Runs the non-blocking `attempt` until it does not return
     /// `WouldBlock`; in between, waits for readiness in `dir`.
     pub(crate) fn poll_io<R>(
         &self,
         cx: &mut Context<'_>,
         dir: Direction,
+        attempt: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        let mut dirs = [false; 2];
+        dirs[dir as usize] = true;
+        self.poll_io_dirs(cx, dirs, attempt)
+    }
+
+    /// As [`poll_io`](Self::poll_io), waiting for readiness in either of
+    /// the directions set in `dirs` (at least one): the ticks of each are
+    /// read before the attempt, and the waker joins each one's list, so an
+    /// edge in any of them after the read is seen or wakes the task.
+    pub(crate) fn poll_io_dirs<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dirs: [bool; 2],
+        attempt: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        self.poll_wait(cx, dirs, attempt, None)
+    }
+
+    /// `poll_io_dirs`; `counted` is the calling future's `Waiting::counted`
+    /// (`None`: a poll-based wait).
+    fn poll_wait<R>(
+        &self,
+        cx: &mut Context<'_>,
+        dirs: [bool; 2],
         mut attempt: impl FnMut() -> io::Result<R>,
+        counted: Option<&mut bool>,
     ) -> Poll<io::Result<R>> {
         std::task::ready!(coop::poll_proceed(cx));
-        let d = dir as usize;
         loop {
-            let tick = {
+            let ticks = {
                 let inner = self.state.lock();
                 if inner.stopped {
                     return Poll::Ready(Err(shut_down_error()));
                 }
-                inner.ticks[d]
+                inner.ticks
             };
             match attempt() {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     let mut inner = self.state.lock();
-                    if inner.ticks[d] != tick {
+                    if (0..2).any(|d| dirs[d] && inner.ticks[d] != ticks[d]) {
                         continue; // readiness arrived meanwhile: try again
                     }
                     // A dropped waiter's waker stays until the next event,
                     // which wakes it for nothing: harmless.
-                    if !inner.wakers[d].iter().any(|w| w.will_wake(cx.waker())) {
-                        inner.wakers[d].push(cx.waker().clone());
+                    for d in (0..2).filter(|&d| dirs[d]) {
+                        if !inner.wakers[d].iter().any(|w| w.will_wake(cx.waker())) {
+                            inner.wakers[d].push(cx.waker().clone());
+                        }
+                    }
+                    match counted {
+                        Some(counted) if !*counted => {
+                            for d in (0..2).filter(|&d| dirs[d]) {
+                                inner.futures_waiting[d] += 1;
+                            }
+                            *counted = true;
+                        }
+                        Some(_) => {}
+                        None => {
+                            for d in (0..2).filter(|&d| dirs[d]) {
+                                inner.polled_waiting[d] = true;
+                            }
+                        }
                     }
                     return Poll::Pending;
                 }
@@ -330,9 +435,28 @@ impl Registration {
     pub(crate) async fn io<R>(
         &self,
         dir: Direction,
+        attempt: impl FnMut() -> io::Result<R>,
+    ) -> io::Result<R> {
+        let mut dirs = [false; 2];
+        dirs[dir as usize] = true;
+        self.io_dirs(dirs, attempt).await
+    }
+
+    /// [`poll_io_dirs`](Self::poll_io_dirs) as a future.
+    pub(crate) async fn io_dirs<R>(
+        &self,
+        dirs: [bool; 2],
         mut attempt: impl FnMut() -> io::Result<R>,
     ) -> io::Result<R> {
-        std::future::poll_fn(|cx| self.poll_io(cx, dir, &mut attempt)).await
+        let mut waiting = Waiting {
+            state: &self.state,
+            dirs,
+            counted: false,
+        };
+        std::future::poll_fn(|cx| {
+            self.poll_wait(cx, dirs, &mut attempt, Some(&mut waiting.counted))
+        })
+        .await
     }
 }
 

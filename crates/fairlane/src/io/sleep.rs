@@ -97,18 +97,19 @@ impl SleepState {
         self.mode.load(Ordering::Relaxed)
     }
 
-    /// Owner, in `park` after `commit`: the sleeper's half of the watch
-    /// handshake. It publishes that it may sleep watching nobody (its flag
-    /// and `all`'s count), then a SeqCst fence, then rechecks the other
-    /// processors (`others`, each seen through `view`): it must watch those
-    /// awake with work ([`SleepState::must_be_watched`]), and returns them;
-    /// if there are any it withdraws its flag (its wait is then bounded, and
-    /// it looks again). The other half is [`Unwatched::wake_one`]. With both
-    /// fences, either this recheck sees the other side's work, or the other
-    /// side sees this flag and wakes a sleeper, which rechecks: the
+    /// Owner, in `park` after `commit`, under its lock: the sleeper's half
+    /// of the watch handshake (driver.md, "Sleeping helpers"). It flags
+    /// itself as sleeping unwatched (its flag and `all`'s count), then a
+    /// SeqCst fence, then rechecks the other processors (`others`, each
+    /// seen through `view`) and returns those it must watch: awake, with
+    /// work in their engine. If there are any it takes its flag back (its
+    /// wait is then bounded, and it looks again). The other half is
+    /// [`Unwatched::wake_one`]: with a fence on both sides, either this
+    /// recheck sees the work stored before the other side's fence, or the
+    /// other side's read after its fence sees this count and flag (the
     /// store-buffering outcome in which each misses the other's store is
-    /// what SeqCst fences rule out. The flag, the count and the rechecked
-    /// words themselves are Relaxed: the fences order them.
+    /// what two SeqCst fences rule out). The flag, the count and the words
+    /// rechecked are Relaxed: the fences order them.
     pub(crate) fn choose_watched<T>(
         &self,
         all: &Unwatched,
@@ -122,7 +123,7 @@ impl SleepState {
             .into_iter()
             .filter(|other| {
                 let (sleep, work) = view(other);
-                sleep.must_be_watched(work)
+                !sleep.parked_hint() && work.pending()
             })
             .collect();
         if !watched.is_empty() {
@@ -131,22 +132,20 @@ impl SleepState {
         watched
     }
 
-    /// Owner: it watches someone after all, or its wait is over. Relaxed:
-    /// a stale flag or count costs a needless wake-up or scan, never a
-    /// missed one (a sleeper that cleared its flag rechecks before it sleeps
-    /// unwatched again).
-    pub(crate) fn end_unwatched(&self, all: &Unwatched) {
-        if self.unwatched.swap(false, Ordering::Relaxed) {
+    /// Owner: it watches someone after all, or its wait is over; its flag
+    /// comes down. Returns false if the flag was down already while the
+    /// owner had it up: an announcer claimed this sleeper
+    /// ([`Unwatched::wake_one`]) and woke it to watch, a duty it hands on
+    /// if it resumes running tasks instead of sleeping again. Relaxed: the
+    /// swap itself decides who of the owner and an announcer takes the flag
+    /// down, and so who takes one off the count; a stale count costs a
+    /// needless scan, never a missed wake-up.
+    pub(crate) fn end_unwatched(&self, all: &Unwatched) -> bool {
+        let was_up = self.unwatched.swap(false, Ordering::Relaxed);
+        if was_up {
             all.count.fetch_sub(1, Ordering::Relaxed);
         }
-    }
-
-    /// The recheck, by a sleeper in `choose_watched`, of another processor
-    /// (this one, with its engine's `work`): it must be watched if it is
-    /// awake and its engine holds work (a processor that parked waits for
-    /// its own engine; when it resumes with work, it announces it).
-    fn must_be_watched(&self, work: &Work) -> bool {
-        !self.parked_hint() && work.pending()
+        was_up
     }
 }
 
@@ -154,14 +153,22 @@ impl SleepState {
 pub(crate) const NO_TIMER: u64 = u64::MAX;
 
 /// What a processor's engine holds, as other threads see it: operations
-/// (and, in the fallback backend, registered descriptors) and the earliest
-/// timer. Written under the processor's lock, so exact there; read without
-/// it as hints (a stale read delays work one iteration), and by the watch
-/// handshake, whose fences order those reads.
+/// (and, in the fallback backend, registered descriptors), the earliest
+/// timer, and whether it holds any of them (`held`, the one word the watch
+/// handshake reads). Written under the processor's lock, so exact there;
+/// read without it as hints (a stale read delays work one iteration), and
+/// by the watch handshake, whose fences order those reads.
 pub(crate) struct Work {
     outstanding: AtomicUsize,
     /// Earliest timer tick, `NO_TIMER` if none.
     next_timer: AtomicU64,
+    /// `outstanding != 0 || next_timer != NO_TIMER`, stored when it changes.
+    /// One word, so that a sleeper's recheck cannot pair a stale read of one
+    /// of the two with a fresh read of the other: an operation added while a
+    /// timer was set, then the timer fired, would otherwise read as an
+    /// empty engine although it never was one, and nothing would announce
+    /// it (work never appeared).
+    held: AtomicBool,
 }
 
 impl Work {
@@ -169,27 +176,43 @@ impl Work {
         Self {
             outstanding: AtomicUsize::new(0),
             next_timer: AtomicU64::new(NO_TIMER),
+            held: AtomicBool::new(false),
         }
     }
 
+    /// Under the lock: `held` from the two counts. Returns whether work
+    /// appeared (the engine held nothing before and holds something now),
+    /// the cue of the watch handshake's announcing side if the owner is
+    /// awake (`Unwatched::wake_one`). A load and, on a change only, a store:
+    /// no read-modify-write, the lock orders the writers.
+    fn update_held<L>(&self, _locked: &L) -> bool {
+        let now = self.outstanding.load(Ordering::Relaxed) != 0
+            || self.next_timer.load(Ordering::Relaxed) != NO_TIMER;
+        let before = self.held.load(Ordering::Relaxed);
+        if now != before {
+            self.held.store(now, Ordering::Relaxed);
+        }
+        now && !before
+    }
+
     /// Under the lock: one more operation or registration. Returns whether
-    /// the engine held nothing before: work appeared, the cue of the watch
-    /// handshake (`Unwatched::after_work`) if its owner is awake.
-    pub(crate) fn add<L>(&self, _locked: &L) -> bool {
-        let before = self.outstanding.fetch_add(1, Ordering::Relaxed);
-        before == 0 && self.next_timer.load(Ordering::Relaxed) == NO_TIMER
+    /// work appeared (`update_held`).
+    pub(crate) fn add<L>(&self, locked: &L) -> bool {
+        self.outstanding.fetch_add(1, Ordering::Relaxed);
+        self.update_held(locked)
     }
 
     /// Under the lock: `n` operations or registrations fewer.
-    pub(crate) fn remove<L>(&self, _locked: &L, n: usize) {
+    pub(crate) fn remove<L>(&self, locked: &L, n: usize) {
         self.outstanding.fetch_sub(n, Ordering::Relaxed);
+        self.update_held(locked);
     }
 
     /// Under the lock: the earliest timer is now `tick`. Returns whether
-    /// work appeared (as `add`).
-    pub(crate) fn set_next_timer<L>(&self, _locked: &L, tick: u64) -> bool {
-        let before = self.next_timer.swap(tick, Ordering::Relaxed);
-        before == NO_TIMER && tick != NO_TIMER && self.outstanding.load(Ordering::Relaxed) == 0
+    /// work appeared (`update_held`).
+    pub(crate) fn set_next_timer<L>(&self, locked: &L, tick: u64) -> bool {
+        self.next_timer.store(tick, Ordering::Relaxed);
+        self.update_held(locked)
     }
 
     /// Operations and registrations (a hint without the lock).
@@ -204,14 +227,15 @@ impl Work {
     }
 
     /// Whether the engine holds anything: operations, registrations or
-    /// timers.
+    /// timers (exact under the lock, a hint without it).
     pub(crate) fn pending(&self) -> bool {
-        self.outstanding() != 0 || self.next_timer() != NO_TIMER
+        self.held.load(Ordering::Relaxed)
     }
 }
 
 /// One per driver: how many processors sleep watching nobody (each also
-/// flags itself, `SleepState::sleeps_unwatched`).
+/// flags itself, `SleepState::choose_watched`). A hint that spares an
+/// announcer the scan of the flags while nobody sleeps unwatched.
 pub(crate) struct Unwatched {
     count: AtomicUsize,
 }
@@ -223,25 +247,38 @@ impl Unwatched {
         }
     }
 
-    /// The other half of the watch handshake, after work appeared in the
-    /// engine of an awake processor (`Work::add`, `Work::set_next_timer`,
-    /// stored under its lock), or a processor resumes with work in its
-    /// engine (`SleepState::awake` stored): a SeqCst fence, then, if some
-    /// processor may sleep watching nobody, the first of `candidates` (each
-    /// seen through `sleep_of`) that does, for the caller to wake; it
-    /// rechecks before it sleeps again. (A sleeper counted but no longer
-    /// flagged has woken and rechecks anyway.)
-    pub(crate) fn wake_one<'a, T>(
+    /// The announcing half of the watch handshake, after work appeared in
+    /// the engine of an awake processor (`Work::add`, `Work::set_next_timer`
+    /// returned true under its lock, and the lock was released), or after a
+    /// processor that has work in its engine, or was watching others,
+    /// resumed running tasks (`SleepState::awake` stored in its `park`): a
+    /// SeqCst fence, then whether some processor may sleep watching nobody.
+    /// If so, the caller rechecks whatever it must (after the fence) and
+    /// [`claim`](Unwatched::claim)s one to wake. Relaxed: the fence orders
+    /// the load after the caller's stores (see `SleepState::choose_watched`).
+    pub(crate) fn anyone_unwatched(&self) -> bool {
+        fence(Ordering::SeqCst);
+        self.count.load(Ordering::Relaxed) != 0
+    }
+
+    /// After [`anyone_unwatched`](Unwatched::anyone_unwatched): claims the
+    /// first of `candidates` (each seen through `sleep_of`) whose flag is
+    /// up, taking its flag down and one off the count, and returns it for
+    /// the caller to wake. It rechecks when it sleeps again, or hands the
+    /// duty on if it resumes running tasks (`SleepState::end_unwatched`).
+    /// A sleeper that took its own flag down in the meantime is awake, and
+    /// rechecks before it sleeps unwatched again. Relaxed: the swap decides
+    /// who takes the flag down; the caller's fence orders the loads.
+    pub(crate) fn claim<'a, T>(
         &self,
         candidates: impl IntoIterator<Item = &'a T>,
         sleep_of: impl Fn(&T) -> &SleepState,
     ) -> Option<&'a T> {
-        fence(Ordering::SeqCst);
-        if self.count.load(Ordering::Relaxed) == 0 {
-            return None;
-        }
-        candidates
-            .into_iter()
-            .find(|c| sleep_of(c).unwatched.load(Ordering::Relaxed))
+        let claimed = candidates.into_iter().find(|c| {
+            let flag = &sleep_of(c).unwatched;
+            flag.load(Ordering::Relaxed) && flag.swap(false, Ordering::Relaxed)
+        })?;
+        self.count.fetch_sub(1, Ordering::Relaxed);
+        Some(claimed)
     }
 }

@@ -21,65 +21,106 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
 use crate::io::driver::Driver;
-use crate::io::reactor::{Direction, Registration};
-use crate::io::IoBackend;
+use crate::io::reactor::Registration;
+use crate::io::{Interest, IoBackend, Ready};
 use crate::net::socket::{current_driver, cvt};
 
-/// Waiting for readiness, shared by [`AsyncFd`] and the `net` sockets.
+/// Waiting for readiness, shared by [`AsyncFd`], the `net` sockets and the
+/// `process` pipes and pidfds.
 pub(crate) mod readiness {
+    use std::future::Future;
     use std::io;
-    use std::os::fd::RawFd;
+    use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
 
     use io_uring::{opcode, types};
 
+    use crate::io::coop;
     use crate::io::driver::Driver;
     use crate::io::reactor::{Direction, Registration};
     use crate::io::uring::Op;
-    use crate::net::socket::cvt;
+    use crate::io::{Interest, IoBackend, Ready};
+    use crate::net::socket::{cvt, set_nonblocking};
+
+    /// io_uring: a one-shot `POLL_ADD` on `fd` for `events` (errors and
+    /// hang-ups are always reported), not yet awaited.
+    fn submit_poll_add(driver: &Driver, fd: RawFd, events: libc::c_short) -> io::Result<Op<()>> {
+        Op::submit(driver, (), false, |_| {
+            opcode::PollAdd::new(types::Fd(fd), events as u16 as u32).build()
+        })
+        .map_err(|(e, _)| e)
+    }
+
+    /// The reported event mask of a completed `POLL_ADD` or `poll`:
+    /// `EBADF` for `POLLNVAL` (the descriptor is not open).
+    fn checked_revents(revents: u32) -> io::Result<u32> {
+        if revents & (libc::POLLNVAL as u16 as u32) != 0 {
+            Err(io::Error::from_raw_os_error(libc::EBADF))
+        } else {
+            Ok(revents)
+        }
+    }
 
     /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
-    /// (or an error or hang-up) is set on `fd`.
+    /// (or an error or hang-up) is set on `fd`; the reported event mask.
     pub(crate) async fn poll_add(
         driver: &Driver,
         fd: RawFd,
         events: libc::c_short,
-    ) -> io::Result<()> {
-        let op = Op::submit(driver, (), false, |_| {
-            opcode::PollAdd::new(types::Fd(fd), events as u16 as u32).build()
-        })
-        .map_err(|(e, _)| e)?;
-        op.await.0.map(drop)
+    ) -> io::Result<u32> {
+        let op = submit_poll_add(driver, fd, events)?;
+        checked_revents(op.await.0?)
     }
 
-    /// Waits until `fd` is ready for `dir`, without doing any I/O: with
+    /// The poller directions a fallback wait for `interest` uses, given
+    /// the directions `registered`: read for readable and priority (the
+    /// poller reports `EPOLLPRI` as a read event), write for writable; an
+    /// error alone is reported in both, so it waits in one registered.
+    fn directions(interest: Interest, registered: [bool; 2]) -> [bool; 2] {
+        let read = interest.is_readable() || interest.is_priority();
+        let write = interest.is_writable();
+        if read || write {
+            [read, write]
+        } else if registered[0] {
+            [true, false]
+        } else {
+            [false, true]
+        }
+    }
+
+    /// Waits until `fd` is ready for `interest`, without doing any I/O: with
     /// io_uring (`reg` is `None`) by a one-shot `POLL_ADD`, in the fallback
     /// backend through `fd`'s poller registration `reg`. Either way the
     /// descriptor itself is asked, so readiness that is already there is
-    /// seen at once and none is cached between calls.
+    /// seen at once and none is cached between calls; the result is what it
+    /// reported.
     pub(crate) async fn wait(
         driver: &Driver,
         reg: Option<&Registration>,
         fd: RawFd,
-        dir: Direction,
-    ) -> io::Result<()> {
-        let events = match dir {
-            Direction::Read => libc::POLLIN,
-            Direction::Write => libc::POLLOUT,
-        };
-        match reg {
+        interest: Interest,
+    ) -> io::Result<Ready> {
+        let events = interest.poll_events();
+        let revents = match reg {
             None => {
                 driver.check_live()?;
-                poll_add(driver, fd, events).await
+                poll_add(driver, fd, events).await?
             }
             // Edge-triggered: each attempt asks the descriptor itself (`poll`
-            // with no wait), and `io` waits only for an edge after it.
-            Some(reg) => reg.io(dir, || ready_now(fd, events)).await,
-        }
+            // with no wait), and `io_dirs` waits only for an edge after it.
+            Some(reg) => {
+                let dirs = directions(interest, reg.directions());
+                reg.io_dirs(dirs, || ready_now(fd, events)).await?
+            }
+        };
+        Ok(Ready::from_revents(revents))
     }
 
-    /// `Ok` if one of `events` (or an error or hang-up) is set on `fd` now,
-    /// else `WouldBlock` (`poll` with no wait).
-    fn ready_now(fd: RawFd, events: libc::c_short) -> io::Result<()> {
+    /// The event mask if one of `events` (or an error or hang-up) is set on
+    /// `fd` now, else `WouldBlock` (`poll` with no wait).
+    fn ready_now(fd: RawFd, events: libc::c_short) -> io::Result<u32> {
         let mut p = libc::pollfd {
             fd,
             events,
@@ -88,17 +129,131 @@ pub(crate) mod readiness {
         // SAFETY: one live `pollfd`, no wait.
         let n = cvt(unsafe { libc::poll(&mut p, 1, 0) })?;
         if n > 0 && p.revents != 0 {
-            Ok(())
+            checked_revents(p.revents as u16 as u32)
         } else {
             Err(io::ErrorKind::WouldBlock.into())
+        }
+    }
+
+    /// A non-blocking descriptor that fairlane owns and whose I/O is
+    /// polled through `&mut self` (the pipes and the pidfd of
+    /// [`process`](crate::process)): `poll_io` tries the I/O and, while it
+    /// would block, waits for readiness in the fallback backend through the
+    /// poller registration (as a socket does), with io_uring through a
+    /// one-shot `POLL_ADD` kept here between polls. No readiness is cached:
+    /// a completed `POLL_ADD` only makes the next poll try the I/O again.
+    pub(crate) struct PollFd {
+        /// io_uring: the `POLL_ADD` in flight per direction, submitted when
+        /// an attempt would block. Declared before `fd`: dropping one
+        /// cancels it before the descriptor closes (the kernel holds the
+        /// file of a submitted request in any case).
+        waits: [Option<Op<()>>; 2],
+        /// Fallback: the poller registration, dropped (deleted from the
+        /// poller) before `fd` closes.
+        reg: Option<Registration>,
+        driver: Arc<Driver>,
+        fd: OwnedFd,
+    }
+
+    impl PollFd {
+        /// Takes `fd`, sets it non-blocking, and watches it with `driver`'s
+        /// backend (in both directions).
+        pub(crate) fn with_driver(driver: Arc<Driver>, fd: OwnedFd) -> io::Result<PollFd> {
+            set_nonblocking(fd.as_raw_fd(), true)?;
+            let reg = if driver.backend() == IoBackend::Fallback {
+                Some(Registration::new(&driver, fd.as_raw_fd())?)
+            } else {
+                None
+            };
+            Ok(PollFd {
+                waits: [None, None],
+                reg,
+                driver,
+                fd,
+            })
+        }
+
+        pub(crate) fn raw(&self) -> RawFd {
+            self.fd.as_raw_fd()
+        }
+
+        /// Stops watching and gives the descriptor back (still
+        /// non-blocking): waits in flight are cancelled, the registration
+        /// is deleted from its poller.
+        pub(crate) fn into_fd(self) -> OwnedFd {
+            let PollFd {
+                waits,
+                reg,
+                driver,
+                fd,
+            } = self;
+            drop((waits, reg, driver));
+            fd
+        }
+
+        /// Runs the non-blocking `attempt` until it does not return
+        /// `WouldBlock` (or `Interrupted`); in between, waits for readiness
+        /// in `dir`. Dropping the caller's future in between is fine: a
+        /// `POLL_ADD` left here is polled (or cancelled by the drop of
+        /// `self`) later.
+        pub(crate) fn poll_io<R>(
+            &mut self,
+            cx: &mut Context<'_>,
+            dir: Direction,
+            mut attempt: impl FnMut(RawFd) -> io::Result<R>,
+        ) -> Poll<io::Result<R>> {
+            let fd = self.fd.as_raw_fd();
+            if let Some(reg) = &self.reg {
+                return reg.poll_io(cx, dir, || attempt(fd));
+            }
+            let d = dir as usize;
+            let events = match dir {
+                Direction::Read => libc::POLLIN,
+                Direction::Write => libc::POLLOUT,
+            };
+            // The budget is spent once per ready result: by the `POLL_ADD`
+            // if one completed, else here.
+            let mut spent = false;
+            loop {
+                if let Some(op) = &mut self.waits[d] {
+                    let (r, ()) = std::task::ready!(Pin::new(op).poll(cx));
+                    self.waits[d] = None;
+                    checked_revents(r?)?;
+                    spent = true;
+                } else if !spent {
+                    std::task::ready!(coop::poll_proceed(cx));
+                }
+                match attempt(fd) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        self.driver.check_live()?;
+                        // Polled at the top of the loop: that registers the
+                        // waker (or finds it completed already).
+                        self.waits[d] = Some(submit_poll_add(&self.driver, fd, events)?);
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    result => {
+                        if !spent {
+                            coop::spend();
+                        }
+                        return Poll::Ready(result);
+                    }
+                }
+            }
+        }
+    }
+
+    impl std::fmt::Debug for PollFd {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.debug_struct("PollFd").field("fd", &self.raw()).finish()
         }
     }
 }
 
 /// The readiness methods both guards have: `clear_ready`, `retain_ready`,
-/// `is_ready` (examples on `$guard` from `AsyncFd::$wait`).
+/// `clear_ready_matching`, `ready`, `is_ready` (examples on `$guard` from
+/// `AsyncFd::$wait` and `AsyncFd::$ready`).
 macro_rules! readiness_methods {
-    ($guard:ident, $wait:ident) => {
+    ($guard:ident, $wait:ident, $ready:ident) => {
         /// Records that the descriptor is no longer ready (the I/O returned
         /// `WouldBlock`): the next wait waits for new readiness. fairlane
         /// caches no readiness (each wait asks the descriptor), so clearing
@@ -117,7 +272,44 @@ macro_rules! readiness_methods {
         )]
         /// ```
         pub fn clear_ready(&mut self) {
-            self.ready = false;
+            self.ready = Ready::EMPTY;
+        }
+
+        /// Records that the kinds of readiness in `ready` are gone, keeping
+        /// the others (after a read that drained the input of a descriptor
+        /// also waited for writability, say).
+        ///
+        /// # Example
+        /// ```
+        #[doc = concat!(
+            "use fairlane::io::{Interest, Ready};\n",
+            "async fn f(fd: &mut fairlane::io::unix::AsyncFd<std::fs::File>) -> std::io::Result<()> {\n",
+            "    let mut guard = fd.", stringify!($ready), "(Interest::READABLE | Interest::WRITABLE).await?;\n",
+            "    guard.clear_ready_matching(Ready::READABLE);\n",
+            "    assert!(!guard.ready().is_readable());\n",
+            "    Ok(())\n",
+            "}"
+        )]
+        /// ```
+        pub fn clear_ready_matching(&mut self, ready: Ready) {
+            self.ready = self.ready - ready;
+        }
+
+        /// The readiness the descriptor reported when the wait ended (see
+        /// [`Ready`]), less what was cleared since.
+        ///
+        /// # Example
+        /// ```
+        #[doc = concat!(
+            "use fairlane::io::Interest;\n",
+            "async fn f(fd: &mut fairlane::io::unix::AsyncFd<std::fs::File>) -> std::io::Result<bool> {\n",
+            "    let guard = fd.", stringify!($ready), "(Interest::READABLE).await?;\n",
+            "    Ok(guard.ready().is_read_closed())\n",
+            "}"
+        )]
+        /// ```
+        pub fn ready(&self) -> Ready {
+            self.ready
         }
 
         /// Keeps the readiness (dropping the guard does the same).
@@ -145,16 +337,18 @@ macro_rules! readiness_methods {
         )]
         /// ```
         pub fn is_ready(&self) -> bool {
-            self.ready
+            !self.ready.is_empty()
         }
     };
 }
 
 /// A non-blocking descriptor `T` whose readiness the runtime reports, as
-/// tokio's `AsyncFd`: wait with [`readable`](Self::readable) or
-/// [`writable`](Self::writable), then do the I/O yourself through the
-/// guard's [`try_io`](AsyncFdReadyGuard::try_io), in a loop that goes back
-/// to waiting on `WouldBlock`.
+/// tokio's `AsyncFd`: wait with [`readable`](Self::readable),
+/// [`writable`](Self::writable) or [`ready`](Self::ready) (any
+/// [`Interest`]), then do the I/O yourself through the guard's
+/// [`try_io`](AsyncFdReadyGuard::try_io), in a loop that goes back to
+/// waiting on `WouldBlock`. The guard's [`ready`](AsyncFdReadyGuard::ready)
+/// tells what the descriptor reported ([`Ready`]).
 ///
 /// The descriptor must be in non-blocking mode (`O_NONBLOCK`):
 /// [`new`](Self::new) checks and refuses a blocking one, which would stall
@@ -168,6 +362,9 @@ macro_rules! readiness_methods {
 /// once if the descriptor is still ready (for example, when `try_io` read
 /// only part of what is there), and otherwise waits for the descriptor to
 /// become ready.
+///
+/// Not provided (tokio has them): the `poll_read_ready`/`poll_write_ready`
+/// family and `async_io`; write the loop above instead.
 ///
 /// # Example
 /// ```
@@ -198,12 +395,15 @@ pub struct AsyncFd<T: AsRawFd> {
     /// poller) before the descriptor closes. `None` with io_uring.
     reg: Option<Registration>,
     driver: Arc<Driver>,
+    /// What this `AsyncFd` may wait for (errors always).
+    interest: Interest,
     inner: T,
 }
 
 impl<T: AsRawFd> AsyncFd<T> {
     /// Takes `inner`, whose descriptor must be non-blocking, and watches it
-    /// with the current runtime's I/O backend.
+    /// with the current runtime's I/O backend, for reading and writing
+    /// (`with_interest(inner, Interest::READABLE | Interest::WRITABLE)`).
     ///
     /// # Errors
     /// Outside a runtime; `InvalidInput` if the descriptor is in blocking
@@ -220,6 +420,34 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new(inner: T) -> io::Result<AsyncFd<T>> {
+        AsyncFd::with_interest(inner, Interest::READABLE | Interest::WRITABLE)
+    }
+
+    /// As [`new`](Self::new), watching only for `interest`: waits for
+    /// anything else ([`writable`](Self::writable) on a
+    /// `with_interest(fd, Interest::READABLE)`) fail with `InvalidInput`,
+    /// except for [`Interest::ERROR`], which every `AsyncFd` may wait for.
+    /// In the fallback backend only the directions `interest` needs are
+    /// registered with the poller, so the other direction's readiness
+    /// wakes nothing; with io_uring each wait asks for its own interest.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = AsyncFd::with_interest(a, Interest::WRITABLE)?;
+    /// assert!(fd.writable().await?.ready().is_writable());
+    /// assert_eq!(fd.readable().await.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn with_interest(inner: T, interest: Interest) -> io::Result<AsyncFd<T>> {
         let driver = current_driver()?;
         let fd = inner.as_raw_fd();
         // SAFETY: fcntl on the caller's live descriptor, no pointers.
@@ -232,11 +460,21 @@ impl<T: AsRawFd> AsyncFd<T> {
             ));
         }
         let reg = if driver.backend() == IoBackend::Fallback {
-            Some(Registration::new(&driver, fd)?)
+            let read = interest.is_readable() || interest.is_priority();
+            let write = interest.is_writable();
+            // An interest in errors alone registers for reading: errors
+            // and hang-ups are reported in either direction.
+            let dirs = [read || !write, write];
+            Some(Registration::with_directions(&driver, fd, dirs)?)
         } else {
             None
         };
-        Ok(AsyncFd { reg, driver, inner })
+        Ok(AsyncFd {
+            reg,
+            driver,
+            interest,
+            inner,
+        })
     }
 
     /// The wrapped value.
@@ -282,27 +520,114 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn into_inner(self) -> T {
-        let AsyncFd { reg, driver, inner } = self;
+        let AsyncFd {
+            reg, driver, inner, ..
+        } = self;
         // Deleted from the poller before the descriptor can be closed.
         drop(reg);
         drop(driver);
         inner
     }
 
-    async fn ready(&self, dir: Direction) -> io::Result<AsyncFdReadyGuard<'_, T>> {
-        readiness::wait(&self.driver, self.reg.as_ref(), self.inner.as_raw_fd(), dir).await?;
+    /// Waits for `interest` (refused with `InvalidInput` if this
+    /// `AsyncFd` was not made for it).
+    async fn wait(&self, interest: Interest) -> io::Result<Ready> {
+        let needed = interest.remove(Interest::ERROR);
+        if let Some(needed) = needed.filter(|&n| !self.interest.contains(n)) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "this AsyncFd watches for {:?} only (see AsyncFd::with_interest); \
+                     it cannot wait for {needed:?}",
+                    self.interest
+                ),
+            ));
+        }
+        readiness::wait(
+            &self.driver,
+            self.reg.as_ref(),
+            self.inner.as_raw_fd(),
+            interest,
+        )
+        .await
+    }
+
+    /// Waits until the descriptor is ready for any of `interest` (or has
+    /// an error or a hang-up, which the kernel reports to every waiter);
+    /// the guard's [`ready`](AsyncFdReadyGuard::ready) says what it
+    /// reported. Dropping the future before it completes is fine: nothing
+    /// is consumed.
+    ///
+    /// # Errors
+    /// `InvalidInput` if `interest` names something this `AsyncFd` was not
+    /// made for (see [`with_interest`](Self::with_interest)); the runtime
+    /// shut down, or the backend could not wait.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, mut b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = AsyncFd::new(a)?;
+    /// b.write_all(b"x")?;
+    /// let guard = fd.ready(Interest::READABLE | Interest::WRITABLE).await?;
+    /// assert!(guard.ready().is_readable() && guard.ready().is_writable());
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn ready(&self, interest: Interest) -> io::Result<AsyncFdReadyGuard<'_, T>> {
+        let ready = self.wait(interest).await?;
         Ok(AsyncFdReadyGuard {
             async_fd: self,
-            ready: true,
+            ready,
+        })
+    }
+
+    /// As [`ready`](Self::ready), with a guard whose
+    /// [`try_io`](AsyncFdReadyMutGuard::try_io) gets `&mut AsyncFd` (as
+    /// tokio's `ready_mut`).
+    ///
+    /// # Errors
+    /// As [`ready`](Self::ready).
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let mut fd = AsyncFd::new(a)?;
+    /// let mut guard = fd.ready_mut(Interest::WRITABLE).await?;
+    /// assert!(guard.ready().is_writable());
+    /// assert_eq!(guard.try_io(|inner| inner.get_mut().write(b"x")).expect("writable")?, 1);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn ready_mut(
+        &mut self,
+        interest: Interest,
+    ) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
+        let ready = self.wait(interest).await?;
+        Ok(AsyncFdReadyMutGuard {
+            async_fd: self,
+            ready,
         })
     }
 
     /// Waits until the descriptor is readable (data, the end of the input,
-    /// an error or a hang-up is there). Dropping the future before it
-    /// completes is fine: nothing is consumed.
+    /// an error or a hang-up is there): `ready(Interest::READABLE)`.
+    /// Dropping the future before it completes is fine: nothing is
+    /// consumed.
     ///
     /// # Errors
-    /// The runtime shut down, or the backend could not wait.
+    /// As [`ready`](Self::ready): `InvalidInput` for an `AsyncFd` made
+    /// without [`Interest::READABLE`]; the runtime shut down, or the backend
+    /// could not wait.
     ///
     /// # Example
     /// See [`AsyncFd`].
@@ -314,7 +639,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// }
     /// ```
     pub async fn readable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
-        self.ready(Direction::Read).await
+        self.ready(Interest::READABLE).await
     }
 
     /// Waits until the descriptor is writable (or has an error or a
@@ -338,7 +663,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub async fn writable(&self) -> io::Result<AsyncFdReadyGuard<'_, T>> {
-        self.ready(Direction::Write).await
+        self.ready(Interest::WRITABLE).await
     }
 
     /// As [`readable`](Self::readable), with a guard whose
@@ -366,11 +691,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub async fn readable_mut(&mut self) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
-        self.ready(Direction::Read).await?;
-        Ok(AsyncFdReadyMutGuard {
-            async_fd: self,
-            ready: true,
-        })
+        self.ready_mut(Interest::READABLE).await
     }
 
     /// As [`writable`](Self::writable), with a guard that gets
@@ -390,11 +711,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub async fn writable_mut(&mut self) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
-        self.ready(Direction::Write).await?;
-        Ok(AsyncFdReadyMutGuard {
-            async_fd: self,
-            ready: true,
-        })
+        self.ready_mut(Interest::WRITABLE).await
     }
 }
 
@@ -425,11 +742,11 @@ impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFd<T> {
 /// ```
 pub struct AsyncFdReadyGuard<'a, T: AsRawFd> {
     async_fd: &'a AsyncFd<T>,
-    ready: bool,
+    ready: Ready,
 }
 
 impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
-    readiness_methods!(AsyncFdReadyGuard, readable);
+    readiness_methods!(AsyncFdReadyGuard, readable, ready);
 
     /// Runs the I/O `f`: its result, or, if it returned `WouldBlock`,
     /// [`TryIoError`] with the readiness cleared (wait again).
@@ -505,11 +822,11 @@ impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFdReadyGuard<'_, T> {
 /// ```
 pub struct AsyncFdReadyMutGuard<'a, T: AsRawFd> {
     async_fd: &'a mut AsyncFd<T>,
-    ready: bool,
+    ready: Ready,
 }
 
 impl<T: AsRawFd> AsyncFdReadyMutGuard<'_, T> {
-    readiness_methods!(AsyncFdReadyMutGuard, readable_mut);
+    readiness_methods!(AsyncFdReadyMutGuard, readable_mut, ready_mut);
 
     /// Runs the I/O `f` on `&mut AsyncFd`: its result, or, if it returned
     /// `WouldBlock`, [`TryIoError`] with the readiness cleared.
@@ -568,10 +885,10 @@ impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFdReadyMutGuard<'_, T> {
 
 /// A guard's `try_io` outcome: `WouldBlock` clears the readiness and
 /// becomes [`TryIoError`].
-fn settle<R>(ready: &mut bool, result: io::Result<R>) -> Result<io::Result<R>, TryIoError> {
+fn settle<R>(ready: &mut Ready, result: io::Result<R>) -> Result<io::Result<R>, TryIoError> {
     match result {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            *ready = false;
+            *ready = Ready::EMPTY;
             Err(TryIoError(()))
         }
         result => Ok(result),

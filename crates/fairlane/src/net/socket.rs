@@ -21,7 +21,7 @@ use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
 use crate::io::unix::readiness;
 use crate::io::uring::{self, Op};
-use crate::io::{IoBackend, IoBuf, IoBufMut};
+use crate::io::{Interest, IoBackend, IoBuf, IoBufMut, Ready};
 
 /// The driver of the runtime this thread is in.
 pub(crate) fn current_driver() -> io::Result<Arc<Driver>> {
@@ -830,38 +830,42 @@ impl Socket {
     /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
     /// (or an error or hang-up) is set on the socket.
     async fn poll_add(&self, events: libc::c_short) -> io::Result<()> {
-        readiness::poll_add(&self.driver, self.raw(), events).await
+        readiness::poll_add(&self.driver, self.raw(), events)
+            .await
+            .map(drop)
     }
 
-    /// Waits until the socket is ready for `dir`, without doing any I/O.
-    async fn ready(&self, dir: Direction) -> io::Result<()> {
-        readiness::wait(&self.driver, self.reg.as_ref(), self.raw(), dir).await
-    }
-
-    /// Waits until a read would not block: data, the end of the stream or
-    /// an error is there. With io_uring, dropped reads still in flight are
-    /// waited for first, and an outcome they left counts as readable.
-    pub(crate) async fn readable(&self) -> io::Result<()> {
+    /// Waits until the socket is ready for any of `interest` (or has an
+    /// error or a hang-up), without doing any I/O; what it reported. With
+    /// io_uring, first: for reading, dropped reads still in flight are
+    /// waited for, and an outcome they left counts as readable; for
+    /// writing, what dropped writes left to send is sent.
+    pub(crate) async fn ready(&self, interest: Interest) -> io::Result<Ready> {
         if let Some(carry) = &self.carry {
             if carry.is_busy() {
-                carry.settle_reads().await;
-                if carry.has_received() {
-                    return Ok(());
+                if interest.is_readable() {
+                    carry.settle_reads().await;
+                    if carry.has_received() {
+                        return Ok(Ready::READABLE);
+                    }
+                }
+                if interest.is_writable() {
+                    self.send_carried(carry).await?;
                 }
             }
         }
-        self.ready(Direction::Read).await
+        readiness::wait(&self.driver, self.reg.as_ref(), self.raw(), interest).await
     }
 
-    /// Waits until a write would not block. With io_uring, what dropped
-    /// writes left to send is sent first.
+    /// Waits until a read would not block: data, the end of the stream or
+    /// an error is there (see [`ready`](Self::ready)).
+    pub(crate) async fn readable(&self) -> io::Result<()> {
+        self.ready(Interest::READABLE).await.map(drop)
+    }
+
+    /// Waits until a write would not block (see [`ready`](Self::ready)).
     pub(crate) async fn writable(&self) -> io::Result<()> {
-        if let Some(carry) = &self.carry {
-            if carry.is_busy() {
-                self.send_carried(carry).await?;
-            }
-        }
-        self.ready(Direction::Write).await
+        self.ready(Interest::WRITABLE).await.map(drop)
     }
 
     /// io_uring: `WouldBlock` while a dropped read's outcome is unknown (it

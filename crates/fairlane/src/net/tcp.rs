@@ -10,7 +10,7 @@ use super::addr::{resolve, ToSocketAddrs};
 use super::into_std::refused;
 use super::socket::{with_std, SockAddrBuf, Socket};
 use super::stream::{impl_async_io, impl_async_read, impl_async_write, stream_into_fd, Compat};
-use crate::io::{IoBuf, IoBufMut};
+use crate::io::{Interest, IoBuf, IoBufMut, Ready};
 
 /// A TCP socket listening for connections.
 ///
@@ -513,6 +513,38 @@ impl TcpStream {
     /// ```
     pub async fn writable(&self) -> io::Result<()> {
         self.sock.writable().await
+    }
+
+    /// Waits until the stream is ready for any of `interest` (an error or
+    /// a hang-up ends the wait too) and says what it reported, as tokio's
+    /// `ready`: one wait for reading and writing at once, and the closed
+    /// states ([`Ready::is_read_closed`]: the peer shut down its writing).
+    /// What dropped operations left (io_uring) is handled first, as by
+    /// [`readable`](Self::readable) and [`writable`](Self::writable): a
+    /// read outcome they left is reported as readable.
+    ///
+    /// # Cancellation
+    /// Cancel-safe: it takes nothing from the stream.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::Interest;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// peer.shutdown_with(std::net::Shutdown::Write)?;
+    /// let ready = s.ready(Interest::READABLE | Interest::WRITABLE).await?;
+    /// assert!(ready.is_writable());
+    /// let ready = s.ready(Interest::READABLE).await?;
+    /// assert!(ready.is_readable() && ready.is_read_closed());
+    /// assert_eq!(s.try_read(&mut [0u8; 8])?, 0);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn ready(&self, interest: Interest) -> io::Result<Ready> {
+        self.sock.ready(interest).await
     }
 
     /// Reads into `buf` without waiting; `WouldBlock` if nothing is there

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::into_std::refused;
 use super::socket::{with_std, SockAddrBuf, Socket};
 use super::stream::{impl_async_io, stream_into_fd, Compat};
-use crate::io::{IoBuf, IoBufMut};
+use crate::io::{Interest, IoBuf, IoBufMut, Ready};
 
 /// A Unix-domain socket listening for connections.
 ///
@@ -347,6 +347,23 @@ impl UnixStream {
     /// ```
     pub async fn writable(&self) -> io::Result<()> {
         self.sock.writable().await
+    }
+
+    /// As [`TcpStream::ready`](super::TcpStream::ready).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::Interest;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// let a = fairlane::net::UnixStream::from_std(a)?;
+    /// assert!(a.ready(Interest::WRITABLE).await?.is_writable());
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn ready(&self, interest: Interest) -> io::Result<Ready> {
+        self.sock.ready(interest).await
     }
 
     /// As [`TcpStream::try_read`](super::TcpStream::try_read).

@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use fairlane_core::Host;
 
 use super::{context, wait_until, Handle};
+use crate::time::clock::Hold;
 
 type Job = Box<dyn FnOnce() + Send>;
 
@@ -38,6 +39,9 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
         return f();
     };
     let cluster = handle.cluster.clone();
+    // `f` may make work the processors cannot see: a paused clock does not
+    // auto-advance until this thread is processor `p` again.
+    let hold = handle.clock().hold();
     // From here until `reclaim`, this thread is not processor `p`: it must
     // not push as `p` (the replacement owns `p`'s state), and while `f` runs
     // it may `block_on` like any blocking thread.
@@ -63,6 +67,7 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     // waited for `f`, as they would have without `block_in_place`.
     drop(context);
     cluster.host().register_current(p);
+    drop(hold);
     match result {
         Ok(value) => value,
         Err(panic) => resume_unwind(panic),
@@ -115,7 +120,9 @@ impl BlockingPool {
         R: Send + 'static,
     {
         let oneshot = Arc::new(Oneshot::<R>::default());
-        let sender = Sender(oneshot.clone());
+        // Held until the job has run (or is dropped) and woken its task:
+        // a paused clock does not auto-advance meanwhile.
+        let sender = Sender(oneshot.clone(), handle.clock().hold());
         let job: Job = Box::new(move || sender.run(f));
         let mut state = self.lock();
         if state.shutdown {
@@ -230,8 +237,9 @@ impl<R> Oneshot<R> {
 }
 
 /// The job's side: delivers the result, or closes the oneshot if the job is
-/// dropped unrun.
-struct Sender<R>(Arc<Oneshot<R>>);
+/// dropped unrun. Its hold on the clock is given back after that (fields
+/// drop after `Drop::drop`).
+struct Sender<R>(Arc<Oneshot<R>>, #[allow(dead_code)] Hold);
 
 impl<R> Sender<R> {
     fn run(self, f: impl FnOnce() -> R) {

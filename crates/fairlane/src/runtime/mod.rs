@@ -23,6 +23,7 @@ use crate::host::StdHost;
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
 use crate::task::{spawn_on, JoinHandle};
+use crate::time::clock::Clock;
 
 pub(crate) type ClusterRef = Arc<CoreCluster<StdHost>>;
 
@@ -246,13 +247,20 @@ impl Runtime {
             .any(|c| c.cluster.live_foreground_tasks() != 0)
         {
             for entry in clusters.iter() {
-                block_on::run(entry.cluster.tasks_finished(false));
+                block_on::run(
+                    entry.cluster.tasks_finished(false),
+                    &self.handle.shared.clock,
+                );
             }
         }
         self.handle.shared.signal.raise();
         let deadline = Some(Instant::now() + grace);
         for entry in clusters.iter() {
-            block_on::run_until(entry.cluster.tasks_finished(true), deadline);
+            block_on::run_until(
+                entry.cluster.tasks_finished(true),
+                deadline,
+                &self.handle.shared.clock,
+            );
         }
         drop(_guard);
         self.shutdown(None);
@@ -398,6 +406,7 @@ pub struct Builder {
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
     io_backend: Option<IoBackend>,
+    start_paused: bool,
 }
 
 impl Default for Builder {
@@ -425,7 +434,34 @@ impl Builder {
             max_blocking_threads: 512,
             thread_keep_alive: Duration::from_secs(10),
             io_backend: None,
+            start_paused: false,
         }
+    }
+
+    /// Starts the runtime with its clock paused (default false), as
+    /// [`time::pause`](crate::time::pause) called before any task runs:
+    /// [`time::Instant::now`](crate::time::Instant::now) stands still, and
+    /// timers fire when [`time::advance`](crate::time::advance) moves the
+    /// clock or, once the whole runtime is idle, at once by auto-advance.
+    /// For tests; `#[fairlane::test(start_paused = true)]` sets it. The
+    /// clock then starts at a whole millisecond of the runtime's timers, so
+    /// sleeps of whole milliseconds end exactly at their deadlines.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use fairlane::time::{sleep, Instant};
+    /// let rt = fairlane::Runtime::builder().processors(2).start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(24 * 3600)).await; // returns at once
+    ///     assert_eq!(Instant::now() - start, Duration::from_secs(24 * 3600));
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_paused(&mut self, paused: bool) -> &mut Self {
+        self.start_paused = paused;
+        self
     }
 
     /// Forces the I/O backend. Without it, the environment variable
@@ -633,6 +669,8 @@ impl Builder {
             specs.push((name.clone(), *processors));
         }
         let mut clusters = Vec::with_capacity(specs.len());
+        // One clock for every cluster's timers.
+        let clock = Clock::new(self.start_paused);
         for (name, processors) in specs {
             let mut config = self.config.clone();
             config.processors = processors;
@@ -650,13 +688,13 @@ impl Builder {
             // One driver per cluster: its rings are indexed by the cluster's
             // processor slots; those of processors added later are made when
             // their threads start.
-            let driver = match Driver::new(backend, processors) {
+            let driver = match Driver::with_clock(backend, processors, clock.clone()) {
                 // io_uring was chosen by the probe, not asked for, and a
                 // ring cannot be set up after all (a limit on rings or
                 // locked memory, a sandbox): run without it.
                 Err(e) if backend == IoBackend::IoUring && !backend_requested => {
                     tracing::warn!(error = %e, "fairlane falls back from io_uring");
-                    Driver::new(IoBackend::Fallback, processors)?
+                    Driver::with_clock(IoBackend::Fallback, processors, clock.clone())?
                 }
                 driver => driver?,
             };
@@ -667,7 +705,14 @@ impl Builder {
                 cluster,
             });
         }
+        clock.attach(
+            &clusters
+                .iter()
+                .map(|entry: &ClusterEntry| entry.cluster.clone())
+                .collect::<Vec<_>>(),
+        );
         let shared = Arc::new(Shared {
+            clock,
             clusters,
             blocking: Arc::new(BlockingPool::new(
                 self.max_blocking_threads,
@@ -762,6 +807,8 @@ impl fmt::Debug for EnterGuard<'_> {
 
 /// What all clusters of a runtime share.
 pub(crate) struct Shared {
+    /// The clock of every cluster's timers.
+    pub(crate) clock: Arc<Clock>,
     /// The default cluster first.
     pub(crate) clusters: Vec<ClusterEntry>,
     pub(crate) blocking: Arc<BlockingPool>,
@@ -932,7 +979,7 @@ impl Handle {
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let _guard = context::enter(self.clone());
-        block_on::run(future)
+        block_on::run(future, &self.shared.clock)
     }
 
     /// The I/O backend of this runtime; see [`Runtime::io_backend`].
@@ -945,6 +992,11 @@ impl Handle {
     /// ```
     pub fn io_backend(&self) -> IoBackend {
         self.cluster.host().io().backend()
+    }
+
+    /// The runtime's clock.
+    pub(crate) fn clock(&self) -> &Arc<Clock> {
+        &self.shared.clock
     }
 
     /// The runtime's I/O driver.

@@ -1,11 +1,23 @@
 //! Time: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] and
 //! [`Instant`], with tokio's shapes.
 //!
-//! There is no paused test clock (tokio's `time::pause`/`advance`): the
-//! timers run on each processor's wheel against the monotonic clock, which
-//! also bounds how long an idle processor sleeps; a virtual clock would
-//! have to be shared by every wheel and advanced when all processors are
-//! idle.
+//! For tests the runtime's clock can be paused, as tokio's: [`pause`],
+//! [`resume`], [`advance`], [`Builder::start_paused`](crate::Builder::start_paused)
+//! and `#[fairlane::test(start_paused = true)]`. One clock serves every
+//! processor of every cluster of the runtime. Paused, [`Instant::now`]
+//! stands still; [`advance`] moves it, and when the whole runtime is idle
+//! (every processor asleep with nothing to run, no I/O operation in flight,
+//! no blocking closure running, no `block_on` polling) it jumps to the
+//! earliest timer at once (*auto-advance*), so that an hour's sleep ends
+//! without waiting. Unlike tokio, a socket read (or accept) waiting for a
+//! peer keeps a paused clock where it is: move it with [`advance`]. These
+//! test tools panic when misused (pausing twice, resuming or advancing a
+//! clock that is not paused, outside a runtime), as tokio's do. The design
+//! (where the clock lives, how auto-advance decides) is in `clock.md` in
+//! the source beside this module. What it costs when unused: the timers
+//! read the clock with one relaxed load of a flag more than the monotonic
+//! clock, and [`Instant::now`] with one relaxed load more than std's while
+//! no runtime in the process has paused its clock.
 //!
 //! Each processor keeps a hierarchical timer wheel (millisecond ticks,
 //! O(1) insert and cancel) behind its lock; a timer set on a processor goes
@@ -30,8 +42,15 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+pub(crate) mod clock;
+pub(crate) mod idle_check;
 mod instant;
 pub(crate) mod wheel;
+
+/// The atomics of `idle_check`, which its loom model replaces with loom's.
+mod atomics {
+    pub(crate) use std::sync::atomic::{AtomicU64, Ordering};
+}
 
 use std::fmt;
 use std::future::Future;
@@ -44,6 +63,7 @@ use crate::io::coop;
 use crate::io::driver::{Driver, Proc};
 use wheel::TimerKey;
 
+pub use clock::{advance, pause, resume};
 pub use instant::Instant;
 
 /// Errors of the time module.
