@@ -568,21 +568,24 @@ fn completions_of_a_stuck_processor_are_helped(backend: IoBackend) {
 }
 
 /// The other processor goes to sleep while this one has nothing in its
-/// engine, so it watches nobody; then this one submits a read and never
-/// yields again, polling the read in a loop. Nothing wakes the sleeper but
-/// the watch handshake (the read's submission finds it sleeping unwatched
-/// and wakes it, and it then watches this processor), and only a helper can
-/// submit and reap the read: without the handshake this hangs.
+/// engine, so it watches nobody; then this one adopts a socket (on the
+/// fallback backend, a registration in its engine) and submits a read on
+/// it, and never yields again, polling the read in a loop. Nothing wakes
+/// the sleeper but the watch handshake (the work's appearance finds it
+/// sleeping unwatched and wakes it, and it then watches this processor),
+/// and only a helper can submit and reap the read (or poll for its
+/// readiness): without the handshake this hangs.
 fn work_that_appears_after_the_others_slept_is_watched(backend: IoBackend) {
     let rt = runtime(backend, 2);
     rt.block_on(async {
-        let (server, mut client) = common::pair().await;
+        let (server, mut client) = common::std_pair();
         let submitted = Arc::new(AtomicBool::new(false));
         let s = submitted.clone();
         let reader = fairlane::spawn(async move {
             // Blocks this processor while the other finds nothing to do and
             // sleeps (this one has no I/O in flight and no timer).
             std::thread::sleep(Duration::from_millis(100));
+            let server = fairlane::net::TcpStream::from_std(server).unwrap();
             let mut read = std::pin::pin!(server.read_owned(Vec::with_capacity(16)));
             loop {
                 // The first poll submits the read; the loop never yields.
@@ -602,13 +605,13 @@ fn work_that_appears_after_the_others_slept_is_watched(backend: IoBackend) {
     });
 }
 
-/// Both processors sleep while one has a read in flight (a sleeper does
-/// not watch a parked processor: its own wait covers its engine). Then that
-/// one resumes for a second read's completion and never yields again,
-/// polling the first read in a loop, which only a helper can reap: the
-/// resuming processor must announce its work so that the sleeper watches
-/// it. Where the other processor takes the resumed task instead, the round
-/// completes anyway; twenty rounds make the stuck case likely.
+/// Both processors sleep while one has a read in flight in its engine (a
+/// sleeper does not watch a parked processor: its own wait covers its
+/// engine). Then that one resumes for a second read's completion and never
+/// yields again, polling the first read in a loop, which only a helper can
+/// reap: the resuming processor must announce its work so that the sleeper
+/// watches it. Where the other processor takes the resumed task instead,
+/// the round completes anyway; twenty rounds make the stuck case likely.
 fn a_processor_that_resumes_with_work_is_watched(backend: IoBackend) {
     let rt = runtime(backend, 2);
     for _ in 0..20 {
@@ -617,12 +620,16 @@ fn a_processor_that_resumes_with_work_is_watched(backend: IoBackend) {
 }
 
 async fn resume_with_work_once() {
-    let (first, mut first_peer) = common::pair().await;
-    let (second, mut second_peer) = common::pair().await;
+    let (first, mut first_peer) = common::std_pair();
+    let (second, mut second_peer) = common::std_pair();
     let armed = Arc::new(AtomicBool::new(false));
     let resumed = Arc::new(AtomicBool::new(false));
     let (a, r) = (armed.clone(), resumed.clone());
     let task = fairlane::spawn(async move {
+        // Both sockets in this processor's engine (fallback: registered
+        // here; io_uring: their reads are submitted here).
+        let first = fairlane::net::TcpStream::from_std(first).unwrap();
+        let second = fairlane::net::TcpStream::from_std(second).unwrap();
         let mut stuck = std::pin::pin!(first.read_owned(Vec::with_capacity(16)));
         assert!(
             poll_once(stuck.as_mut()).is_pending(),

@@ -61,8 +61,8 @@ thread_local! {
     /// This processor thread's scheduling iterations (see `poll_own`).
     static ITERATION: Cell<u64> = const { Cell::new(0) };
     /// Whether this processor thread parked since its last `poll_events`
-    /// (`RESUMED_PARKED`), watching others at its last park
-    /// (`RESUMED_WATCHING`), or not (`RESUMED_NO`): the core calls
+    /// (`RESUMED_PARKED`), watching others or claimed to watch in one of
+    /// those parks (`RESUMED_WATCHING`), or not (`RESUMED_NO`): the core calls
     /// `poll_events` only once it runs its loop again, so the next one
     /// knows that the processor resumes running tasks.
     static RESUMED: Cell<u8> = const { Cell::new(RESUMED_NO) };
@@ -267,7 +267,7 @@ pub(crate) struct Driver {
     shut_down: AtomicBool,
     submit_thread: Arc<SubmitThread>,
     /// The processors that sleep watching nobody (the watch handshake,
-    /// driver.md "Sleeping helpers").
+    /// driver.md "The watch handshake").
     unwatched: Unwatched,
     /// This driver, for its engines (`Proc::driver`).
     me: Weak<Driver>,
@@ -746,7 +746,7 @@ impl Driver {
         other.marks.wake_after_unlock(st, fired);
     }
 
-    /// The recheck of the watch handshake (driver.md, "Sleeping helpers"):
+    /// The recheck of the watch handshake (driver.md, "The watch handshake"):
     /// the processors among `procs`, other than `own`, that a processor
     /// going to sleep must watch (awake, with work in their engine), and
     /// their iteration counts now. It looks at them again after

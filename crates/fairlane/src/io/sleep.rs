@@ -2,11 +2,13 @@
 //! whether it is parked, until which tick, and on which wait (driver.md,
 //! "Sleeping" and "Who takes a parked processor's events"); what its engine
 //! holds ([`Work`]); and the handshake that makes some sleeper watch an
-//! awake processor with work (driver.md, "Sleeping helpers").
+//! awake processor with work (driver.md, "The watch handshake").
 //!
 //! The sleep words are written only by the owner, under the processor's
-//! lock, the work words by anyone under that lock; the methods that must run
-//! under it take a reference to what it guards (`_locked`) as a witness.
+//! lock, except the unwatched flag, which an announcer may take down; the
+//! work words are written by anyone under that lock. The methods that must
+//! run under it take a reference to what it guards (`_locked`) as a
+//! witness.
 //! The atomics come from `super::atomics`: std's in the library, loom's in
 //! the loom models of the handshakes (`tests/loom_driver_sleep.rs`), which
 //! compile this very file.
@@ -98,13 +100,13 @@ impl SleepState {
     }
 
     /// Owner, in `park` after `commit`, under its lock: the sleeper's half
-    /// of the watch handshake (driver.md, "Sleeping helpers"). It flags
+    /// of the watch handshake (driver.md, "The watch handshake"). It flags
     /// itself as sleeping unwatched (its flag and `all`'s count), then a
     /// SeqCst fence, then rechecks the other processors (`others`, each
     /// seen through `view`) and returns those it must watch: awake, with
     /// work in their engine. If there are any it takes its flag back (its
     /// wait is then bounded, and it looks again). The other half is
-    /// [`Unwatched::wake_one`]: with a fence on both sides, either this
+    /// [`Unwatched::anyone_unwatched`]: with a fence on both sides, either this
     /// recheck sees the work stored before the other side's fence, or the
     /// other side's read after its fence sees this count and flag (the
     /// store-buffering outcome in which each misses the other's store is
@@ -135,7 +137,7 @@ impl SleepState {
     /// Owner: it watches someone after all, or its wait is over; its flag
     /// comes down. Returns false if the flag was down already while the
     /// owner had it up: an announcer claimed this sleeper
-    /// ([`Unwatched::wake_one`]) and woke it to watch, a duty it hands on
+    /// ([`Unwatched::claim`]) and woke it to watch, a duty it hands on
     /// if it resumes running tasks instead of sleeping again. Relaxed: the
     /// swap itself decides who of the owner and an announcer takes the flag
     /// down, and so who takes one off the count; a stale count costs a
@@ -183,7 +185,7 @@ impl Work {
     /// Under the lock: `held` from the two counts. Returns whether work
     /// appeared (the engine held nothing before and holds something now),
     /// the cue of the watch handshake's announcing side if the owner is
-    /// awake (`Unwatched::wake_one`). A load and, on a change only, a store:
+    /// awake (`Unwatched::anyone_unwatched`). A load and, on a change only, a store:
     /// no read-modify-write, the lock orders the writers.
     fn update_held<L>(&self, _locked: &L) -> bool {
         let now = self.outstanding.load(Ordering::Relaxed) != 0
