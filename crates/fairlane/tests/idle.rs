@@ -173,3 +173,61 @@ fn idle_then_woken_from_outside() {
     assert!(after > before, "a processor must wake up to run the task");
     assert_idle_second(&rt, "after the wake");
 }
+
+/// Of two processors, one runs a task that never yields, with no I/O in
+/// flight and no timer: the other sleeps without waking up, its host's park
+/// included (no periodic look at the busy one: it has nothing in its engine
+/// that another processor could take out, and it announces work when some
+/// appears). The busy processor's own counters stand still too (it is
+/// inside one poll).
+#[test]
+fn a_sleeper_stays_asleep_beside_a_busy_processor() {
+    for backend in [
+        fairlane::io::IoBackend::IoUring,
+        fairlane::io::IoBackend::Fallback,
+    ] {
+        let rt = common::backend_runtime(backend, 2);
+        let started = Arc::new(AtomicUsize::new(0));
+        let stop = Arc::new(AtomicUsize::new(0));
+        let busy = {
+            let (started, stop) = (started.clone(), stop.clone());
+            rt.spawn(async move {
+                started.store(1, Ordering::SeqCst);
+                while stop.load(Ordering::SeqCst) == 0 {
+                    std::hint::spin_loop();
+                }
+            })
+        };
+        // Stops the busy task however this test ends (a failed assertion
+        // would otherwise leave the runtime's drop waiting for it).
+        struct Stop(Arc<AtomicUsize>);
+        impl Drop for Stop {
+            fn drop(&mut self) {
+                self.0.store(1, Ordering::SeqCst);
+            }
+        }
+        let stopper = Stop(stop);
+        wait_for(&started, 1);
+        let what = format!("{backend}, one processor busy");
+        // Still for a moment first: the sleepers fall asleep (counts, not a
+        // fixed pause).
+        let start = Instant::now();
+        loop {
+            assert!(
+                start.elapsed() < SETTLE,
+                "{what}: the other processor never stayed asleep: {:?}",
+                rt.metrics()
+            );
+            let before = common::idle_snapshot(&rt);
+            thread::sleep(Duration::from_millis(100));
+            if common::idle_snapshot(&rt) == before {
+                break;
+            }
+        }
+        let before = common::idle_snapshot(&rt);
+        thread::sleep(Duration::from_secs(1));
+        common::assert_still_idle(&rt, &before, &what);
+        drop(stopper);
+        rt.block_on(busy).unwrap();
+    }
+}

@@ -31,6 +31,8 @@ common::on_both_backends!(
     busy_io_loop_yields,
     host_names_resolve_off_processor,
     completions_of_a_stuck_processor_are_helped,
+    work_that_appears_after_the_others_slept_is_watched,
+    a_processor_that_resumes_with_work_is_watched,
     io_across_block_in_place,
     io_after_shutdown_is_an_error,
     incoming_and_split_halves_through_futures_io,
@@ -563,6 +565,104 @@ fn completions_of_a_stuck_processor_are_helped(backend: IoBackend) {
         assert_eq!(&buf[..n], b"wake");
         assert!(done.load(Ordering::SeqCst));
     });
+}
+
+/// The other processor goes to sleep while this one has nothing in its
+/// engine, so it watches nobody; then this one adopts a socket (on the
+/// fallback backend, a registration in its engine) and submits a read on
+/// it, and never yields again, polling the read in a loop. Nothing wakes
+/// the sleeper but the watch handshake (the work's appearance finds it
+/// sleeping unwatched and wakes it, and it then watches this processor),
+/// and only a helper can submit and reap the read (or poll for its
+/// readiness): without the handshake this hangs.
+fn work_that_appears_after_the_others_slept_is_watched(backend: IoBackend) {
+    let rt = runtime(backend, 2);
+    rt.block_on(async {
+        let (server, mut client) = common::std_pair();
+        let submitted = Arc::new(AtomicBool::new(false));
+        let s = submitted.clone();
+        let reader = fairlane::spawn(async move {
+            // Blocks this processor while the other finds nothing to do and
+            // sleeps (this one has no I/O in flight and no timer).
+            std::thread::sleep(Duration::from_millis(100));
+            let server = fairlane::net::TcpStream::from_std(server).unwrap();
+            let mut read = std::pin::pin!(server.read_owned(Vec::with_capacity(16)));
+            loop {
+                // The first poll submits the read; the loop never yields.
+                if let std::task::Poll::Ready((n, buf)) = poll_once(read.as_mut()) {
+                    break (n.unwrap(), buf);
+                }
+                s.store(true, Ordering::SeqCst);
+                std::hint::spin_loop();
+            }
+        });
+        while !submitted.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        std::io::Write::write_all(&mut client, b"wake").unwrap();
+        let (n, buf) = reader.await.unwrap();
+        assert_eq!(&buf[..n], b"wake");
+    });
+}
+
+/// Both processors sleep while one has a read in flight in its engine (a
+/// sleeper does not watch a parked processor: its own wait covers its
+/// engine). Then that one resumes for a second read's completion and never
+/// yields again, polling the first read in a loop, which only a helper can
+/// reap: the resuming processor must announce its work so that the sleeper
+/// watches it. Where the other processor takes the resumed task instead,
+/// the round completes anyway; twenty rounds make the stuck case likely.
+fn a_processor_that_resumes_with_work_is_watched(backend: IoBackend) {
+    let rt = runtime(backend, 2);
+    for _ in 0..20 {
+        rt.block_on(resume_with_work_once());
+    }
+}
+
+async fn resume_with_work_once() {
+    let (first, mut first_peer) = common::std_pair();
+    let (second, mut second_peer) = common::std_pair();
+    let armed = Arc::new(AtomicBool::new(false));
+    let resumed = Arc::new(AtomicBool::new(false));
+    let (a, r) = (armed.clone(), resumed.clone());
+    let task = fairlane::spawn(async move {
+        // Both sockets in this processor's engine (fallback: registered
+        // here; io_uring: their reads are submitted here).
+        let first = fairlane::net::TcpStream::from_std(first).unwrap();
+        let second = fairlane::net::TcpStream::from_std(second).unwrap();
+        let mut stuck = std::pin::pin!(first.read_owned(Vec::with_capacity(16)));
+        assert!(
+            poll_once(stuck.as_mut()).is_pending(),
+            "nothing was sent yet"
+        );
+        a.store(true, Ordering::SeqCst);
+        let (n, _) = second.read_owned(Vec::with_capacity(16)).await;
+        assert_eq!(n.unwrap(), 6);
+        r.store(true, Ordering::SeqCst);
+        loop {
+            if let std::task::Poll::Ready((n, buf)) = poll_once(stuck.as_mut()) {
+                break (n.unwrap(), buf);
+            }
+            std::hint::spin_loop();
+        }
+    });
+    while !armed.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    // Both processors go to sleep.
+    std::thread::sleep(Duration::from_millis(20));
+    std::io::Write::write_all(&mut second_peer, b"resume").unwrap();
+    while !resumed.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    std::io::Write::write_all(&mut first_peer, b"wake").unwrap();
+    let (n, buf) = task.await.unwrap();
+    assert_eq!(&buf[..n], b"wake");
+}
+
+/// One poll of `f` with a waker that does nothing (the caller polls again).
+fn poll_once<F: std::future::Future>(f: std::pin::Pin<&mut F>) -> std::task::Poll<F::Output> {
+    f.poll(&mut std::task::Context::from_waker(std::task::Waker::noop()))
 }
 
 fn io_across_block_in_place(backend: IoBackend) {

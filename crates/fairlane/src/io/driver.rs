@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use slab::Slab;
 
 use super::reactor::FdState;
-use super::sleep::{SleepState, IN_ENGINE, ON_FUTEX};
+use super::sleep::{SleepState, Unwatched, Work, IN_ENGINE, NO_TIMER, ON_FUTEX};
 use super::uring::{self, OpSlot};
 use super::{coop, IoBackend};
 use crate::time::clock::Clock;
@@ -35,11 +35,15 @@ const HELP_PERIOD: u32 = 256;
 const POLL_PERIOD: u32 = 16;
 /// A helper's record of a processor it did not sample (it had no work).
 const UNSAMPLED: u64 = u64::MAX;
-/// How long a sleeping processor waits before it looks again at awake
-/// processors with I/O in flight, to help one stuck in a long poll.
+/// How long a sleeping processor that watches awake processors with work
+/// in their engine waits before it looks at them again, to help one stuck
+/// in a long poll (and how long a wait on the futex with operations in
+/// flight but no armed wake-up read lasts).
 const WATCH_PERIOD: Duration = Duration::from_millis(2);
-/// `next_timer` when no timer is pending.
-const NO_TIMER: u64 = u64::MAX;
+/// `RESUMED` values.
+const RESUMED_NO: u8 = 0;
+const RESUMED_PARKED: u8 = 1;
+const RESUMED_WATCHING: u8 = 2;
 
 static NEXT_DRIVER_ID: AtomicUsize = AtomicUsize::new(1);
 
@@ -56,6 +60,12 @@ thread_local! {
     static CURRENT_RAW: Cell<(usize, *const Proc)> = const { Cell::new((0, std::ptr::null())) };
     /// This processor thread's scheduling iterations (see `poll_own`).
     static ITERATION: Cell<u64> = const { Cell::new(0) };
+    /// Whether this processor thread parked since its last `poll_events`
+    /// (`RESUMED_PARKED`), watching others or claimed to watch in one of
+    /// those parks (`RESUMED_WATCHING`), or not (`RESUMED_NO`): the core calls
+    /// `poll_events` only once it runs its loop again, so the next one
+    /// knows that the processor resumes running tasks.
+    static RESUMED: Cell<u8> = const { Cell::new(RESUMED_NO) };
     /// Helping state of this processor thread: the processor it watches,
     /// that one's iteration count when sampled, and a random state.
     static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
@@ -183,9 +193,9 @@ impl SubmitThread {
         let proc = self.lock().procs.get(index).and_then(Weak::upgrade);
         if let Some(proc) = proc {
             if let Engine::Uring(ring) = &proc.engine {
-                if let Err(e) = ring.submit_unlocked(&proc) {
-                    tracing::error!(processor = index, error = %e, "fairlane cannot submit to an io_uring ring");
-                }
+                // An error broke the ring (logged there): what it did not
+                // submit is done elsewhere.
+                let _ = ring.submit_unlocked(&proc);
             }
         }
     }
@@ -210,15 +220,9 @@ impl SubmitThread {
                 if let Engine::Uring(ring) = &proc.engine {
                     // Without the processor's lock: the kernel serialises
                     // enters, and entries are only ever published whole.
-                    // What an error leaves published is submitted by the
-                    // ring's next flush (or the owner's wait).
-                    if let Err(e) = ring.submit_unlocked(&proc) {
-                        tracing::error!(
-                            processor = proc.index,
-                            error = %e,
-                            "fairlane cannot submit to an io_uring ring"
-                        );
-                    }
+                    // An error breaks the ring (logged there), and what it
+                    // did not submit is done elsewhere.
+                    let _ = ring.submit_unlocked(&proc);
                 }
             }
             st = self.lock();
@@ -262,6 +266,9 @@ pub(crate) struct Driver {
     procs_version: AtomicU64,
     shut_down: AtomicBool,
     submit_thread: Arc<SubmitThread>,
+    /// The processors that sleep watching nobody (the watch handshake,
+    /// driver.md "The watch handshake").
+    unwatched: Unwatched,
     /// This driver, for its engines (`Proc::driver`).
     me: Weak<Driver>,
 }
@@ -275,17 +282,16 @@ pub(crate) struct Proc {
     /// its engines).
     pub(crate) driver: Weak<Driver>,
     state: Mutex<State>,
-    /// Earliest timer tick (`NO_TIMER`: none); written under the lock, read
-    /// without it to keep `poll_events` cheap.
-    next_timer: AtomicU64,
     /// Whether the owner is parked, until when, on which wait: written by
     /// the owner under the lock, read by wakers, timer adders and helpers
     /// (driver.md, "Sleeping").
     sleep: SleepState,
     /// The wake-up token of a wait `ON_FUTEX`: 1 when a wake is pending.
     futex: AtomicU32,
-    /// Operations in the slab plus registered descriptors.
-    pub(crate) outstanding: AtomicUsize,
+    /// Operations in the slab plus registered descriptors, and the earliest
+    /// timer: written under the lock, read without it to keep `poll_events`
+    /// cheap, and by the watch handshake.
+    pub(crate) work: Work,
     /// What the paused clock's idle check reads (time/clock.md).
     marks: EngineMarks,
     /// Submissions pushed but not yet handed to the kernel.
@@ -319,6 +325,8 @@ pub(crate) struct State {
     /// Wakers collected where they could not be woken yet.
     pub(crate) pending_wakers: Vec<Waker>,
     pub(crate) stopped: bool,
+    /// The ring's published entries and whether it broke (`uring::SqLog`).
+    pub(crate) sq_log: uring::SqLog,
 }
 
 impl Driver {
@@ -346,6 +354,7 @@ impl Driver {
             foreign: AtomicUsize::new(0),
             procs_version: AtomicU64::new(1),
             shut_down: AtomicBool::new(false),
+            unwatched: Unwatched::new(),
             submit_thread: Arc::new(SubmitThread {
                 state: Mutex::new(SubmitState::default()),
                 wake: Condvar::new(),
@@ -412,11 +421,11 @@ impl Driver {
                 woken: false,
                 pending_wakers: Vec::new(),
                 stopped: false,
+                sq_log: uring::SqLog::default(),
             }),
-            next_timer: AtomicU64::new(NO_TIMER),
             sleep: SleepState::new(),
             futex: AtomicU32::new(0),
-            outstanding: AtomicUsize::new(0),
+            work: Work::new(),
             marks: EngineMarks::default(),
             unflushed: AtomicU32::new(0),
             iterations: AtomicU64::new(0),
@@ -501,18 +510,24 @@ impl Driver {
         if let Some(proc) = self.current() {
             return Ok((proc, true));
         }
+        // One whose ring broke only if every other did too (its operations
+        // then fail with the error that broke it).
         let procs = self.procs();
         let n = procs.len();
         let start = self.foreign.fetch_add(1, Ordering::Relaxed);
-        (0..n)
-            .map(|i| &procs[(start + i) % n])
-            .find(|p| !p.lock().stopped)
+        let live = |p: &&Arc<Proc>| !p.lock().stopped;
+        let order = || (0..n).map(|i| &procs[(start + i) % n]);
+        order()
+            .filter(|p| !p.ring_broken())
+            .find(live)
+            .or_else(|| order().find(live))
             .map(|p| (p.clone(), false))
             .ok_or_else(shut_down_error)
     }
 
-    /// An engine that has not stopped, other than `except`, for what moves
-    /// off a stopping processor: round-robin from the last one chosen.
+    /// An engine that has not stopped and whose ring did not break, other
+    /// than `except`, for what moves off a stopping processor (or a broken
+    /// ring): round-robin from the last one chosen.
     pub(crate) fn live_proc(&self, except: usize) -> io::Result<Arc<Proc>> {
         self.check_live()?;
         let procs = self.procs();
@@ -520,7 +535,7 @@ impl Driver {
         let start = self.foreign.fetch_add(1, Ordering::Relaxed);
         (0..n)
             .map(|i| &procs[(start + i) % n])
-            .find(|p| p.index != except && !p.lock().stopped)
+            .find(|p| p.index != except && !p.ring_broken() && !p.lock().stopped)
             .cloned()
             .ok_or_else(shut_down_error)
     }
@@ -574,19 +589,30 @@ impl Driver {
         if iteration % u64::from(HELP_PERIOD) == 0 {
             proc.iterations.store(iteration, Ordering::Relaxed);
         }
+        let resumed = RESUMED.with(|r| r.replace(RESUMED_NO));
+        if resumed != RESUMED_NO {
+            // Back from sleep to run tasks: the handshake's announcing side
+            // (`SleepState::awake` was stored in `park`, before the fence).
+            if proc.work.pending() {
+                // With work in this engine, which a sleeper that saw this
+                // processor parked does not watch.
+                self.work_appeared(proc.index);
+            } else if resumed == RESUMED_WATCHING {
+                // After watching others: a sleeper must watch them now.
+                self.hand_over_watch(proc.index);
+            }
+        }
         let timers_due = {
-            let next = proc.next_timer.load(Ordering::Relaxed);
+            let next = proc.work.next_timer();
             next != NO_TIMER && next <= self.now_tick()
         };
         let engine_due = match &proc.engine {
             Engine::Uring(_) => {
-                proc.outstanding.load(Ordering::Relaxed) != 0
-                    || proc.unflushed.load(Ordering::Relaxed) != 0
+                proc.work.outstanding() != 0 || proc.unflushed.load(Ordering::Relaxed) != 0
             }
             // A system call: only every POLL_PERIOD iterations.
             Engine::Poll(_) => {
-                iteration % u64::from(POLL_PERIOD) == 0
-                    && proc.outstanding.load(Ordering::Relaxed) != 0
+                iteration % u64::from(POLL_PERIOD) == 0 && proc.work.outstanding() != 0
             }
         };
         if engine_due || timers_due {
@@ -605,6 +631,7 @@ impl Driver {
                         || (unflushed != 0 && unflushed == st.unflushed_seen)
                     {
                         proc.flush(&mut st);
+                        fired.append(&mut st.pending_wakers);
                     }
                     st.unflushed_seen = proc.unflushed.load(Ordering::Relaxed);
                 }
@@ -657,13 +684,12 @@ impl Driver {
             // here) is read only if it has work in its engine; one without
             // cannot need help at the next look.
             let sampled = &procs[next];
-            let seen_next = if sampled.outstanding.load(Ordering::Relaxed) != 0
-                || sampled.next_timer.load(Ordering::Relaxed) != NO_TIMER
-            {
-                sampled.iterations.load(Ordering::Relaxed)
-            } else {
-                UNSAMPLED
-            };
+            let seen_next =
+                if sampled.work.outstanding() != 0 || sampled.work.next_timer() != NO_TIMER {
+                    sampled.iterations.load(Ordering::Relaxed)
+                } else {
+                    UNSAMPLED
+                };
             WATCH.with(|w| w.set((next, seen_next, rng)));
             if seen == UNSAMPLED {
                 return None;
@@ -679,10 +705,10 @@ impl Driver {
                 return None;
             }
             let timers_due = {
-                let t = other.next_timer.load(Ordering::Relaxed);
+                let t = other.work.next_timer();
                 t != NO_TIMER && t <= self.now_tick()
             };
-            if other.outstanding.load(Ordering::Relaxed) == 0 && !timers_due {
+            if other.work.outstanding() == 0 && !timers_due {
                 return None;
             }
             Some(other.clone())
@@ -711,6 +737,7 @@ impl Driver {
                 ring.reap(other, &mut st, &mut fired);
                 if other.unflushed.load(Ordering::Relaxed) != 0 {
                     other.flush(&mut st);
+                    fired.append(&mut st.pending_wakers);
                 }
             }
             Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
@@ -719,22 +746,65 @@ impl Driver {
         other.marks.wake_after_unlock(st, fired);
     }
 
-    /// The other processors that are awake, and their iteration counts now:
-    /// a sleeping processor looks at them again after `WATCH_PERIOD` and
-    /// helps those that have not moved (stuck in a long poll) and have
-    /// operations or timers in their engine by then (`drain_other` checks).
-    /// Every awake processor is watched, not only those with work in their
-    /// engine now: one that is about to submit an operation or set a timer
-    /// and then runs a task that never yields would otherwise strand them,
-    /// since nothing wakes a sleeper that chose to sleep without a timeout.
-    /// Nobody is watched when every other processor sleeps, so an idle
-    /// runtime sleeps without timeouts.
-    fn watch_list(&self, own: usize) -> Vec<(Arc<Proc>, u64)> {
-        self.procs()
-            .iter()
-            .filter(|q| q.index != own && !q.sleep.parked_hint())
+    /// The recheck of the watch handshake (driver.md, "The watch handshake"):
+    /// the processors among `procs`, other than `own`, that a processor
+    /// going to sleep must watch (awake, with work in their engine), and
+    /// their iteration counts now. It looks at them again after
+    /// `WATCH_PERIOD` and helps those that have not moved (stuck in a long
+    /// poll) and still have work (`drain_other` checks). Called after
+    /// `SleepState::choose_watched`, whose fence orders these reads after
+    /// the sleeper's flag: a processor whose work appears later sees the
+    /// flag and wakes a sleeper (`work_appeared`). Nobody is watched when no awake
+    /// processor has work, so a runtime whose awake processors do no I/O
+    /// and set no timers leaves its sleepers asleep.
+    fn watch_list(&self, own: &Proc, procs: &[Arc<Proc>]) -> Vec<(Arc<Proc>, u64)> {
+        let others = procs.iter().filter(|q| q.index != own.index);
+        own.sleep
+            .choose_watched(&self.unwatched, others, |q| (&q.sleep, &q.work))
+            .into_iter()
             .map(|q| (q.clone(), q.iterations.load(Ordering::Relaxed)))
             .collect()
+    }
+
+    /// The announcing half of the watch handshake (driver.md, "Sleeping
+    /// helpers"): work appeared in the engine of processor `from` while it
+    /// is awake, or it resumes running tasks with work in its engine. After
+    /// its work words were stored, and without any engine's lock: if some
+    /// processor may sleep watching nobody, one that does is woken, and
+    /// rechecks before it sleeps again.
+    pub(crate) fn work_appeared(&self, from: usize) {
+        self.announce(from, |_| true);
+    }
+
+    /// Processor `from` resumes running tasks after a park in which it
+    /// watched others, or was woken to watch: a sleeper that watches nobody
+    /// is woken if an awake processor other than `from` has work in its
+    /// engine (read after the fence), to watch in its place.
+    fn hand_over_watch(&self, from: usize) {
+        self.announce(from, |procs| {
+            procs
+                .iter()
+                .any(|q| q.index != from && !q.sleep.parked_hint() && q.work.pending())
+        });
+    }
+
+    /// `Unwatched::anyone_unwatched`, `needed` (after the fence), then
+    /// `Unwatched::claim` over the processors other than `from` and the
+    /// wake-up of the one claimed.
+    fn announce(&self, from: usize, needed: impl FnOnce(&[Arc<Proc>]) -> bool) {
+        // The fence and one load, before the table's lock: all it costs
+        // while every sleeper watches someone, or nobody sleeps.
+        if !self.unwatched.anyone_unwatched() {
+            return;
+        }
+        let procs = self.procs();
+        if !needed(&procs) {
+            return;
+        }
+        let others = procs.iter().filter(|q| q.index != from);
+        if let Some(sleeper) = self.unwatched.claim(others, |q| &q.sleep) {
+            sleeper.notify();
+        }
     }
 
     /// Host hook: processor `p` committed to sleep. Drains completions and
@@ -749,7 +819,11 @@ impl Driver {
             return;
         };
         let mut fired = Vec::new();
-        let watched = self.watch_list(p);
+        // Taken before this engine's lock (lock order: the table, then an
+        // engine). A processor added after this look starts awake without
+        // work: its first work announces itself (`work_appeared`).
+        let procs = self.procs().clone();
+        let watched;
         let timeout = {
             let mut st = proc.lock();
             self.drain_all(&proc, &mut st, &mut fired);
@@ -760,7 +834,7 @@ impl Driver {
                 proc.marks.wake_after_unlock(st, fired);
                 return;
             }
-            let until = proc.next_timer.load(Ordering::Relaxed);
+            let until = proc.work.next_timer();
             // With nothing in the engine, no completion or readiness can
             // arrive there: wait on the futex, the cheaper wake-up. Anyone
             // who puts work in this engine later does so under this lock
@@ -769,11 +843,27 @@ impl Driver {
             // reap above tried again) cannot be woken by `unpark`: wait on
             // the futex too, bounded while operations are in flight, since
             // only the ring shows their completions.
-            let in_flight = proc.outstanding.load(Ordering::Relaxed) != 0;
+            // A wait in the ring also needs its wake-up read in the kernel,
+            // not only published: the wait submits nothing, and a ring that
+            // breaks never submits it (its entries are settled instead).
+            // Entries left published here are a thread's that may not
+            // enter (a `block_in_place` stand-in): wait for their round.
+            let in_flight = proc.work.outstanding() != 0;
             let wake_armed = match &proc.engine {
-                Engine::Uring(_) => st.wake_armed,
+                Engine::Uring(ring) => {
+                    if ring.has_unsubmitted(&st) {
+                        proc.flush_now(&mut st);
+                        fired.append(&mut st.pending_wakers);
+                    }
+                    st.wake_armed && !ring.has_unsubmitted(&st)
+                }
                 Engine::Poll(_) => true,
             };
+            if !fired.is_empty() {
+                drop(st);
+                fired.into_iter().for_each(Waker::wake);
+                return;
+            }
             let mode = if in_flight && wake_armed {
                 IN_ENGINE
             } else {
@@ -781,6 +871,8 @@ impl Driver {
             };
             let bounded = in_flight && !wake_armed;
             proc.sleep.commit(&*st, until, mode);
+            // The watch handshake, sleeper side: flag, fence, recheck.
+            watched = self.watch_list(&proc, &procs);
             // None while the clock is paused: only `advance` and
             // auto-advance move it.
             let timer = if until == NO_TIMER {
@@ -803,7 +895,7 @@ impl Driver {
         let mut events = Vec::new();
         match &proc.engine {
             _ if proc.sleep.own_mode() == ON_FUTEX => proc.futex_wait(timeout),
-            Engine::Uring(ring) => ring.wait(timeout, proc.may_submit_here()),
+            Engine::Uring(ring) => ring.wait(timeout),
             Engine::Poll(poller) => poller.wait(timeout, &mut events),
         }
         let mut st = proc.lock();
@@ -814,19 +906,30 @@ impl Driver {
             poller.dispatch(&mut st, &events, &mut fired);
         }
         proc.sleep.awake(&*st);
+        // Slept unwatched, and an announcer took the flag down: it woke
+        // this processor to watch.
+        let told = watched.is_empty() && !proc.sleep.end_unwatched(&self.unwatched);
         st.woken = false;
         self.drain_all(&proc, &mut st, &mut fired);
         proc.marks.wake_after_unlock(st, fired);
-        for (other, seen) in watched {
-            let has_work = other.outstanding.load(Ordering::Relaxed) != 0
-                || other.next_timer.load(Ordering::Relaxed) != NO_TIMER;
-            if has_work
-                && other.iterations.load(Ordering::Relaxed) == seen
+        for (other, seen) in &watched {
+            if other.work.pending()
+                && other.iterations.load(Ordering::Relaxed) == *seen
                 && !other.sleep.parked_hint()
             {
-                self.drain_other(&other);
+                self.drain_other(other);
             }
         }
+        // If the core now resumes running tasks here (rather than parking
+        // again, which rechecks), its next `poll_events` announces this
+        // processor (`poll_own`). The strongest of the parks since the last
+        // `poll_events` counts: the core may park several times in a row.
+        let now = if watched.is_empty() && !told {
+            RESUMED_PARKED
+        } else {
+            RESUMED_WATCHING
+        };
+        RESUMED.with(|r| r.set(r.get().max(now)));
     }
 
     /// Reaps completions, flushes submissions and fires due timers.
@@ -835,6 +938,9 @@ impl Driver {
             Engine::Uring(ring) => {
                 ring.reap(proc, st, fired);
                 proc.flush(st);
+                // Wakers the flush collected (reaping to make room, or
+                // settling a ring that broke).
+                fired.append(&mut st.pending_wakers);
                 st.unflushed_seen = 0;
             }
             Engine::Poll(poller) => poller.poll_now(st, fired),
@@ -846,10 +952,9 @@ impl Driver {
         if st.wheel.len() != 0 {
             st.wheel.advance(self.now_tick(), fired);
         }
-        proc.next_timer.store(
-            st.wheel.next_expiration().unwrap_or(NO_TIMER),
-            Ordering::Relaxed,
-        );
+        // Firing only removes timers: no work appears here.
+        proc.work
+            .set_next_timer(&*st, st.wheel.next_expiration().unwrap_or(NO_TIMER));
     }
 
     /// Host hook: wakes processor `p` from `park` (or makes its next `park`
@@ -905,7 +1010,7 @@ impl Driver {
                 // this lock is released (moving takes the other's lock).
                 Engine::Poll(_) => {
                     moving.extend(st.fds.drain());
-                    proc.outstanding.fetch_sub(moving.len(), Ordering::Relaxed);
+                    proc.work.remove(&*st, moving.len());
                 }
             }
             // Timers: wake their tasks; their sleeps then see the processor
@@ -913,7 +1018,7 @@ impl Driver {
             let mut all = Vec::new();
             st.wheel.advance(u64::MAX, &mut all);
             fired.extend(all);
-            proc.next_timer.store(NO_TIMER, Ordering::Relaxed);
+            proc.work.set_next_timer(&*st, NO_TIMER);
         }
         for state in &moving {
             super::reactor::rehome(self, &proc, state, &mut fired);
@@ -949,12 +1054,17 @@ impl Driver {
         st.wheel.advance(now, &mut fired);
         let key = st.wheel.insert(tick, waker.clone());
         let next = st.wheel.next_expiration().unwrap_or(NO_TIMER);
-        proc.next_timer.store(next, Ordering::Relaxed);
+        let appeared = proc.work.set_next_timer(&*st, next);
         let parked_until = proc.sleep.parked_until(&*st);
         drop(st);
         if !local && key.is_some() && parked_until.is_some_and(|until| tick < until) {
             // The owner sleeps past this deadline: wake it to re-arm.
             proc.notify();
+        }
+        if appeared && parked_until.is_none() {
+            // The owner is awake and may be stuck in a long poll: some
+            // sleeper must watch this timer.
+            self.work_appeared(proc.index);
         }
         fired.into_iter().for_each(Waker::wake);
         Ok(key.map(|k| (proc, k)))
@@ -984,13 +1094,13 @@ impl Driver {
             }
             scan.drains_begun += proc.marks.drains_begun(&st);
             let in_flight = match &proc.engine {
-                Engine::Uring(_) => proc.outstanding.load(Ordering::Relaxed) != 0,
+                Engine::Uring(_) => proc.work.outstanding() != 0,
                 Engine::Poll(_) => st.fds.iter().any(|(_, fd)| fd.has_waiters()),
             };
             if in_flight || st.woken || !st.pending_wakers.is_empty() {
                 return false;
             }
-            scan.earliest = scan.earliest.min(proc.next_timer.load(Ordering::Relaxed));
+            scan.earliest = scan.earliest.min(proc.work.next_timer());
         }
         true
     }
@@ -1006,7 +1116,7 @@ impl Driver {
     /// parked owner's timers are its own to fire).
     pub(crate) fn notify_due(&self, tick: u64) {
         for proc in self.procs().iter() {
-            if proc.next_timer.load(Ordering::Relaxed) <= tick {
+            if proc.work.next_timer() <= tick {
                 proc.notify();
             }
         }
@@ -1139,21 +1249,13 @@ impl Proc {
             } else {
                 // Wakers of completions reaped to make room wait in the
                 // state for the next reap, which hands them to its caller.
+                // An error broke the ring (logged there) and settled what
+                // it did not submit: nothing stays published either way.
                 let mut fired = Vec::new();
-                let submitted = ring.submit(self, st, &mut fired);
+                let _ = ring.submit(self, st, &mut fired);
                 st.pending_wakers.extend(fired);
-                match submitted {
-                    Ok(()) => {
-                        self.unflushed.store(0, Ordering::Relaxed);
-                        st.unflushed_seen = 0;
-                    }
-                    // Still published: the next flush tries again.
-                    Err(e) => tracing::warn!(
-                        processor = self.index,
-                        error = %e,
-                        "fairlane cannot submit to an io_uring ring"
-                    ),
-                }
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
             }
         }
     }
@@ -1168,13 +1270,37 @@ impl Proc {
     /// cancellation, whose entry may still sit unsubmitted naming a
     /// descriptor that its owner closes next.
     pub(crate) fn flush_now(&self, st: &mut State) {
-        if !is_stable_thread() && matches!(self.engine, Engine::Uring(_)) {
-            self.submit_thread.request_and_wait(self.index);
-            self.unflushed.store(0, Ordering::Relaxed);
-            st.unflushed_seen = 0;
-        } else {
-            self.flush(st);
+        match &self.engine {
+            Engine::Uring(ring) if !is_stable_thread() => {
+                if ring.has_unsubmitted(st) {
+                    self.submit_thread.request_and_wait(self.index);
+                    // The round may have broken the ring: settle it here,
+                    // under the lock, before anyone relies on the entries
+                    // being in the kernel.
+                    let mut fired = Vec::new();
+                    ring.settle(self, st, &mut fired);
+                    st.pending_wakers.extend(fired);
+                }
+                self.unflushed.store(0, Ordering::Relaxed);
+                st.unflushed_seen = 0;
+            }
+            _ => self.flush(st),
         }
+    }
+
+    /// Under the lock (`st`): one more operation or registration in this
+    /// engine. Returns whether that made work appear while the owner is
+    /// awake: the caller then calls `Driver::work_appeared` after unlocking
+    /// (the watch handshake; an owner that is parked waits for its own
+    /// engine, and announces its work when it resumes).
+    pub(crate) fn work_added(&self, st: &State) -> bool {
+        self.work.add(st) && self.sleep.parked_until(st).is_none()
+    }
+
+    /// Without the lock, a hint: whether this engine's ring broke (it takes
+    /// no new operations).
+    fn ring_broken(&self) -> bool {
+        matches!(&self.engine, Engine::Uring(ring) if ring.is_broken())
     }
 
     /// Whether the calling thread may enter the ring to submit.
@@ -1194,10 +1320,8 @@ impl Proc {
     pub(crate) fn cancel_timer(&self, key: TimerKey) {
         let mut st = self.lock();
         st.wheel.cancel(key);
-        self.next_timer.store(
-            st.wheel.next_expiration().unwrap_or(NO_TIMER),
-            Ordering::Relaxed,
-        );
+        self.work
+            .set_next_timer(&*st, st.wheel.next_expiration().unwrap_or(NO_TIMER));
     }
 
     /// Whether timer `key` is still pending; updates its waker if so.

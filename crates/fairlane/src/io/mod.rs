@@ -25,7 +25,9 @@ pub(crate) mod uring;
 
 /// The atomics of `sleep`, which its loom model replaces with loom's.
 mod atomics {
-    pub(crate) use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+    pub(crate) use std::sync::atomic::{
+        fence, AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+    };
 }
 
 use std::fmt;

@@ -10,7 +10,6 @@
 
 use std::io;
 use std::os::fd::{BorrowedFd, OwnedFd, RawFd};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -246,9 +245,14 @@ fn register(
         st.fds.remove(key);
         return Err(e);
     }
-    proc.outstanding.fetch_add(1, Ordering::Relaxed);
+    let appeared = proc.work_added(&st);
     proc.wake_if_on_futex();
     drop(st);
+    if appeared {
+        if let Some(driver) = proc.driver.upgrade() {
+            driver.work_appeared(proc.index);
+        }
+    }
     *home = Some((proc, key));
     Ok(())
 }
@@ -470,7 +474,7 @@ impl Drop for Registration {
         // took it out (then `rehome`, waiting for `home`, skips it).
         if st.fds.get(key).is_some_and(|s| Arc::ptr_eq(s, &self.state)) {
             st.fds.remove(key);
-            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+            proc.work.remove(&*st, 1);
         }
         // SAFETY: the owner of the descriptor drops this registration before
         // closing it, so it is open here.

@@ -12,16 +12,22 @@
 //!   socket's [`Carry`]);
 //! - stopping a processor cancels and reaps every operation before its ring
 //!   or anything it points to is freed, and leaks (never frees) what it
-//!   could not reap.
+//!   could not reap;
+//! - after an `io_uring_enter` error that is not ridden out the ring is
+//!   *broken*: nobody enters it to submit again, so the entries the kernel
+//!   had not consumed (the last ones published, as many as the queue's
+//!   length) are never read by it, and their operations are done elsewhere
+//!   (`Ring::settle`).
 
 use std::cell::UnsafeCell;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
@@ -41,11 +47,31 @@ const ENTRIES: u32 = 256;
 /// future asking (its engine stopped, or the thread that submitted it
 /// exited): its `Op` submits it again on a live engine (`complete`).
 const RESTART: i32 = i32::MIN;
-/// How many times a submission is retried after `EBUSY`/`EAGAIN` before
-/// the error is returned (each retry reaps completions first).
+/// The result recorded for an operation whose entry the kernel never
+/// consumed, on a ring that broke (`Ring::settle`): its `Op` submits it
+/// again on another engine, even one that must not be repeated after a
+/// cancellation ([`Op::once`]), since the kernel never saw it.
+const UNSUBMITTED: i32 = i32::MIN + 1;
+/// How many times a submission is retried after `EINTR`, `EBUSY` or
+/// `EAGAIN` before the error breaks the ring (each retry after `EBUSY` or
+/// `EAGAIN` reaps completions first).
 const SUBMIT_RETRIES: u32 = 64;
 /// How long stopping a processor waits for cancelled operations.
 const STOP_PATIENCE: Duration = Duration::from_secs(5);
+/// How long a synchronous cancellation of a broken ring's operations may
+/// wait for requests the kernel is running (`Ring::evacuate`).
+const SYNC_CANCEL_PATIENCE: Duration = Duration::from_millis(50);
+
+/// What the processor's lock guards of a ring's submission side: the
+/// `user_data` of the entries published, oldest first, back to at least the
+/// oldest the kernel has not consumed, and whether the ring is broken (its
+/// unconsumed entries settled). The kernel consumes entries in order, so the
+/// last `len()` of the queue are exactly those it has not read.
+#[derive(Default)]
+pub(crate) struct SqLog {
+    published: VecDeque<u64>,
+    broken: Option<i32>,
+}
 
 /// One operation as the slab sees it.
 pub(crate) enum OpSlot {
@@ -124,11 +150,12 @@ impl<T: Send + 'static> Orphan for Orphaned<T> {
 /// What a dropped read's completion (`result`) leaves for the next read: the
 /// bytes or datagram it received (none: the end of a stream, or an empty
 /// datagram), or the error it reported; nothing if it was cancelled (or is
-/// due to be submitted again, [`RESTART`]) before the kernel did anything.
+/// due to be submitted again, [`RESTART`], [`UNSUBMITTED`]) before the
+/// kernel did anything.
 fn read_outcome<T>(data: T, received: fn(T, usize) -> Received, result: i32) -> Option<Received> {
     match result {
         n if n >= 0 => Some(received(data, n as usize)),
-        RESTART => None,
+        RESTART | UNSUBMITTED => None,
         e if e == -libc::ECANCELED => None,
         e => Some(Received::error(-e)),
     }
@@ -156,7 +183,7 @@ fn finish_now<T: Send + 'static>(
         }
         Some((carry, Keep::Write(unsent))) => {
             // A restart is due: the kernel did nothing with it.
-            let sent = if result == RESTART {
+            let sent = if result == RESTART || result == UNSUBMITTED {
                 Some(0)
             } else {
                 usize::try_from(result).ok()
@@ -181,6 +208,18 @@ pub(crate) struct Ring {
     /// processor's lock and read in `drop` (exclusive access), so `Relaxed`
     /// suffices: the lock and the drop's `&mut` order the accesses.
     leak_wake: AtomicBool,
+    /// Held across every `io_uring_enter` that submits; holds the error that
+    /// broke the ring (driver.md, "Enter errors"). Set under it, so once it
+    /// is set nobody enters to submit again: the kernel reads submission
+    /// entries only in such an enter (no SQPOLL), so those it had not
+    /// consumed by then are never read.
+    gate: Mutex<Option<i32>>,
+    /// `gate` holds an error: lets lock holders find a break without taking
+    /// `gate` (`settle`). Release after the error is stored, Acquire by the
+    /// reader, which then takes `gate` for the error itself.
+    broken: AtomicBool,
+    /// Waits in a row that failed (`wait`).
+    wait_failures: AtomicU32,
     /// Tests: makes `arm_wake` fail, as it does when the submission queue
     /// stays full.
     #[cfg(test)]
@@ -225,6 +264,9 @@ impl Ring {
             wake_fd: eventfd()?,
             wake_buf: ManuallyDrop::new(Box::new(UnsafeCell::new(0))),
             leak_wake: AtomicBool::new(false),
+            gate: Mutex::new(None),
+            broken: AtomicBool::new(false),
+            wait_failures: AtomicU32::new(0),
             #[cfg(test)]
             fail_arm: AtomicBool::new(false),
         })
@@ -345,12 +387,108 @@ impl Ring {
 
     /// Whether entries wait in the submission queue for the kernel. The
     /// caller holds the processor's lock (`_st` borrows from its guard).
-    pub(crate) fn has_unsubmitted(&self, _st: &State) -> bool {
+    /// The entries of a broken ring never go to the kernel: they do not
+    /// count.
+    pub(crate) fn has_unsubmitted(&self, st: &State) -> bool {
         // SAFETY: the lock is held, so no other SubmissionQueue of this ring
         // exists; the submission thread, which submits without the lock,
         // only moves the kernel's head, which makes the answer stale in the
         // safe direction (entries it submitted still count).
-        !unsafe { self.ring.submission_shared() }.is_empty()
+        st.sq_log.broken.is_none() && !unsafe { self.ring.submission_shared() }.is_empty()
+    }
+
+    /// Without the lock, a hint (decided again under it): whether the ring
+    /// broke and takes no more submissions.
+    pub(crate) fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
+    }
+
+    /// Under the lock: the error that broke the ring, if it broke (settled
+    /// first, so that what it leaves is done elsewhere).
+    pub(crate) fn broken_error(
+        &self,
+        proc: &Proc,
+        st: &mut State,
+        fired: &mut Vec<Waker>,
+    ) -> Option<io::Error> {
+        self.settle(proc, st, fired);
+        st.sq_log.broken.map(io::Error::from_raw_os_error)
+    }
+
+    fn gate(&self) -> MutexGuard<'_, Option<i32>> {
+        // Poisoning: the guarded value is a plain error code.
+        self.gate.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Under the lock, once the ring broke (anyone may have broken it, with
+    /// or without the lock): the operations of the entries the kernel never
+    /// consumed are done elsewhere — a live future's is submitted again on
+    /// another engine ([`UNSUBMITTED`]), a dropped one's resources are
+    /// finished as if cancelled before the kernel did anything (a kept write
+    /// stays to be sent) — and what the kernel did take is cancelled
+    /// (`evacuate`). The wakers go to `fired`. Their entries stay in the
+    /// queue, dead: nobody enters to submit any more (`gate`), so the kernel
+    /// never reads them, nor the memory they point to.
+    pub(crate) fn settle(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        if st.sq_log.broken.is_some() || !self.broken.load(Ordering::Acquire) {
+            return;
+        }
+        let errno = (*self.gate()).unwrap_or(libc::EIO);
+        // Stable: the kernel's head moves only in an enter that submits, and
+        // there are none after the break. SAFETY: the lock is held, so no
+        // other SubmissionQueue of this ring exists.
+        let unconsumed = unsafe { self.ring.submission_shared() }.len();
+        let published = std::mem::take(&mut st.sq_log.published);
+        // `published` reaches back at least to the oldest unconsumed entry
+        // (`push` trims it only down to the queue's length).
+        let consumed = published.len().saturating_sub(unconsumed);
+        for user_data in published.into_iter().skip(consumed) {
+            match user_data {
+                // Never armed in the kernel: `unpark` cannot end a wait in
+                // this ring (`park` waits on the futex).
+                WAKE => st.wake_armed = false,
+                // Its target is unconsumed too (settled here) or in the
+                // kernel, which holds its file; `evacuate` cancels it.
+                CANCEL => {}
+                key => unsubmitted(proc, st, key as usize, fired),
+            }
+        }
+        st.sq_log.broken = Some(errno);
+        self.evacuate();
+    }
+
+    /// Tests: breaks the ring as an `io_uring_enter` failing with `errno`
+    /// does.
+    #[cfg(test)]
+    pub(crate) fn break_for_test(&self, errno: i32) {
+        *self.gate() = Some(errno);
+        self.broken.store(true, Ordering::Release);
+    }
+
+    /// A broken ring's operations in the kernel, and its wake-up read, are
+    /// cancelled (`IORING_REGISTER_SYNC_CANCEL`, Linux 6.0: a registration
+    /// call, not an enter, so it reads no submission entry), so that their
+    /// completions (`ECANCELED`: done again elsewhere, as after a removal)
+    /// leave the ring empty and its owner sleeps without polling it.
+    /// Best effort: where it fails (an older kernel, a ring whose descriptor
+    /// is gone), they complete when the kernel finishes them; `park` then
+    /// polls the ring while they are in flight, and stopping leaks them.
+    /// Returns whether the cancellation went through.
+    fn evacuate(&self) -> bool {
+        let patience = types::Timespec::from(SYNC_CANCEL_PATIENCE);
+        match self
+            .ring
+            .submitter()
+            .register_sync_cancel(Some(patience), types::CancelBuilder::any())
+        {
+            // ENOENT: nothing was in flight.
+            Ok(()) => true,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => true,
+            Err(e) => {
+                tracing::debug!(error = %e, "fairlane cannot cancel the operations of a broken io_uring ring");
+                false
+            }
+        }
     }
 
     /// Hands the published submissions to the kernel; the caller holds the
@@ -358,16 +496,16 @@ impl Ring {
     /// ridden out: `EINTR` is retried at once; `EBUSY` and `EAGAIN` (the
     /// completion queue is backed up, or the kernel is short of memory)
     /// after reaping completions (`fired` gets their wakers), up to
-    /// `SUBMIT_RETRIES` times. Any other error, or a transient one that
-    /// persists, is returned: the entries stay published, and the next
-    /// flush tries again.
+    /// `SUBMIT_RETRIES` retries. Any other error, or a transient one that
+    /// persists, breaks the ring and is returned; what the kernel did not
+    /// consume is settled here (done elsewhere, `settle`).
     pub(crate) fn submit(
         &self,
         proc: &Proc,
         st: &mut State,
         fired: &mut Vec<Waker>,
     ) -> io::Result<()> {
-        self.submit_riding_out(|| {
+        let result = self.submit_riding_out(proc, || {
             if proc.may_drain(st) {
                 self.reap(proc, st, fired);
             } else {
@@ -375,42 +513,74 @@ impl Ring {
                 // completions and reaps them.
                 std::thread::yield_now();
             }
-        })
+        });
+        if result.is_err() {
+            self.settle(proc, st, fired);
+        }
+        result
     }
 
     /// `submit` for a thread that does not hold the processor's lock (the
     /// submission thread): it takes the lock only to reap after `EBUSY` or
     /// `EAGAIN`, and only if it is free (its holder may be waiting for this
-    /// very submission, `SubmitThread::request_and_wait`).
+    /// very submission, `SubmitThread::request_and_wait`). If the ring
+    /// breaks, it settles it if the lock is free, and wakes the owner, whose
+    /// next reap settles it otherwise.
     pub(crate) fn submit_unlocked(&self, proc: &Proc) -> io::Result<()> {
-        self.submit_riding_out(|| {
-            let mut fired = Vec::new();
-            match proc.try_lock() {
-                Some(mut st) if proc.may_drain(&st) => {
-                    self.reap(proc, &mut st, &mut fired);
-                }
-                _ => std::thread::yield_now(),
+        let mut fired = Vec::new();
+        let result = self.submit_riding_out(proc, || match proc.try_lock() {
+            Some(mut st) if proc.may_drain(&st) => {
+                self.reap(proc, &mut st, &mut fired);
             }
-            fired.into_iter().for_each(Waker::wake);
-        })
+            _ => std::thread::yield_now(),
+        });
+        if result.is_err() {
+            if let Some(mut st) = proc.try_lock() {
+                self.settle(proc, &mut st, &mut fired);
+            }
+            proc.notify();
+        }
+        fired.into_iter().for_each(Waker::wake);
+        result
     }
 
-    /// `io_uring_enter` for the published submissions: `EINTR` retried at
-    /// once, `EBUSY`/`EAGAIN` after `make_room` (at most `SUBMIT_RETRIES`
-    /// times); any other error returned.
-    fn submit_riding_out(&self, mut make_room: impl FnMut()) -> io::Result<()> {
+    /// `io_uring_enter` for the published submissions, under `gate`:
+    /// `EINTR` retried at once, `EBUSY`/`EAGAIN` after `make_room` (at most
+    /// `SUBMIT_RETRIES` retries in all, `gate` released for `make_room`);
+    /// any other error
+    /// breaks the ring, under the same hold of `gate`, and is returned, as
+    /// is the error of an earlier break.
+    fn submit_riding_out(&self, proc: &Proc, mut make_room: impl FnMut()) -> io::Result<()> {
         let mut busy = 0;
         loop {
+            let mut gate = self.gate();
+            if let Some(errno) = *gate {
+                return Err(io::Error::from_raw_os_error(errno));
+            }
             let Err(e) = self.ring.submit() else {
                 return Ok(());
             };
             match e.raw_os_error() {
-                Some(libc::EINTR) => {}
+                Some(libc::EINTR) if busy < SUBMIT_RETRIES => busy += 1,
                 Some(libc::EBUSY | libc::EAGAIN) if busy < SUBMIT_RETRIES => {
                     busy += 1;
+                    // Reaping may push (the wake-up read's re-arm) and
+                    // submit to make room: not under `gate`.
+                    drop(gate);
                     make_room();
                 }
-                _ => return Err(e),
+                errno => {
+                    *gate = Some(errno.unwrap_or(libc::EIO));
+                    self.broken.store(true, Ordering::Release);
+                    drop(gate);
+                    tracing::error!(
+                        processor = proc.index,
+                        error = %e,
+                        "fairlane's io_uring ring broke (io_uring_enter failed): it takes no \
+                         more submissions, and its operations are done on other rings"
+                    );
+                    return Err(e);
+                }
             }
         }
     }
@@ -426,16 +596,29 @@ impl Ring {
         fired: &mut Vec<Waker>,
     ) -> io::Result<()> {
         for attempt in 0..4 {
+            // A broken ring takes nothing more (its entries would never be
+            // submitted): the caller goes elsewhere or fails.
+            if let Some(e) = self.broken_error(proc, st, fired) {
+                return Err(e);
+            }
             {
                 // SAFETY: the processor's lock is held (`st` borrows from
                 // its guard), so no other SubmissionQueue of this ring
                 // exists.
                 let mut sq = unsafe { self.ring.submission_shared() };
                 if !sq.is_full() {
+                    // The log keeps at least the unconsumed entries: the
+                    // queue's length only shrinks meanwhile (the kernel
+                    // consumes; only lock holders publish).
+                    let log = &mut st.sq_log.published;
+                    while log.len() > sq.len() {
+                        log.pop_front();
+                    }
                     // SAFETY: every pointer in `entry` points into memory
                     // that its `Op` (or the slab, or this `Ring`) keeps alive
                     // until the completion is reaped.
                     unsafe { sq.push(entry) }.map_err(|_| io::Error::other("sq full"))?;
+                    log.push_back(entry.get_user_data());
                     drop(sq);
                     proc.note_unflushed(1);
                     return Ok(());
@@ -472,6 +655,7 @@ impl Ring {
     /// Moves every completion out of the queue: results into their slots,
     /// wakers onto `fired`, abandoned resources freed.
     pub(crate) fn reap(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        self.settle(proc, st, fired);
         // Completions the kernel could not fit in the queue wait in its
         // overflow list until an enter with GETEVENTS moves them in: a busy
         // processor may not enter for a while, so do it here (it submits
@@ -504,7 +688,7 @@ impl Ring {
             }
             self.enter_for_events();
         }
-        if !st.wake_armed && !st.stopped {
+        if !st.wake_armed && !st.stopped && st.sq_log.broken.is_none() {
             // Re-armed after its completion, and tried again by every reap
             // after a failed arm (a submission queue that stays full): while
             // it is not armed, `unpark` cannot end a wait in the ring, so
@@ -555,47 +739,59 @@ impl Ring {
         }
     }
 
-    /// Waits (without the lock) for a completion, for at most `timeout`;
-    /// on a processor's own thread it submits what is published as well
-    /// (elsewhere `flush` asked the submission thread to).
-    pub(crate) fn wait(&self, timeout: Option<Duration>, submit: bool) {
-        let submitter = self.ring.submitter();
+    /// Waits (without the lock) for a completion, for at most `timeout`.
+    /// It submits nothing: whoever publishes an entry flushes it (`park`
+    /// flushes the owner's before it waits), and an enter that submits
+    /// holds `gate`, which a wait cannot hold for its length.
+    pub(crate) fn wait(&self, timeout: Option<Duration>) {
         let ts = timeout.map(types::Timespec::from);
-        let result = match (&ts, submit) {
-            (None, true) => submitter.submit_and_wait(1),
-            (Some(ts), true) => {
-                submitter.submit_with_args(1, &types::SubmitArgs::new().timespec(ts))
-            }
-            (ts, false) => {
-                let args = match ts {
-                    Some(ts) => types::SubmitArgs::new().timespec(ts),
-                    None => types::SubmitArgs::new(),
-                };
-                let flags = io_uring::EnterFlags::GETEVENTS | io_uring::EnterFlags::EXT_ARG;
-                // SAFETY: `io_uring_enter` with nothing to submit, waiting
-                // for one completion; `args` is the extended argument the
-                // crate's own `submit_with_args` passes, alive for the call.
-                unsafe { submitter.enter(0, 1, flags.bits(), Some(&args)) }
-            }
+        let args = match &ts {
+            Some(ts) => types::SubmitArgs::new().timespec(ts),
+            None => types::SubmitArgs::new(),
         };
-        if let Err(e) = result {
-            match e.raw_os_error() {
-                Some(libc::ETIME | libc::EINTR | libc::EBUSY | libc::EAGAIN) => {}
-                _ => {
-                    // Unexpected: do not spin on a broken ring.
-                    std::thread::sleep(
-                        timeout
-                            .unwrap_or(Duration::from_millis(10))
-                            .min(Duration::from_millis(10)),
-                    );
-                }
+        let flags = io_uring::EnterFlags::GETEVENTS | io_uring::EnterFlags::EXT_ARG;
+        // SAFETY: `io_uring_enter` with nothing to submit, waiting for one
+        // completion; `args` is the extended argument the crate's own
+        // `submit_with_args` passes, alive for the call.
+        let result = unsafe { self.ring.submitter().enter(0, 1, flags.bits(), Some(&args)) };
+        // A transient failure returns at once (the caller waits again),
+        // unless the previous wait failed too: an error that persists
+        // (unexpected, or transient ones in a row) must not make the caller
+        // spin. Relaxed: a count only the waiting thread acts on.
+        let failed_before = match &result {
+            Ok(_) => {
+                self.wait_failures.store(0, Ordering::Relaxed);
+                return;
             }
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) => {
+                self.wait_failures.store(0, Ordering::Relaxed);
+                return;
+            }
+            Err(_) => self.wait_failures.fetch_add(1, Ordering::Relaxed),
+        };
+        let transient = matches!(
+            result.as_ref().map_err(io::Error::raw_os_error),
+            Err(Some(libc::EINTR | libc::EBUSY | libc::EAGAIN))
+        );
+        if !transient || failed_before > 0 {
+            std::thread::sleep(
+                timeout
+                    .unwrap_or(Duration::from_millis(10))
+                    .min(Duration::from_millis(10)),
+            );
         }
     }
 
     /// Stopping: cancels everything in flight and reaps until nothing is
     /// (bounded by `STOP_PATIENCE`); leaks what stays in flight after that.
     pub(crate) fn cancel_all(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+        self.settle(proc, st, fired);
+        if st.sq_log.broken.is_some() {
+            // Nothing can be submitted: cancel what the kernel holds
+            // without an enter (done once when it broke; again for what
+            // was still running then).
+            self.evacuate();
+        }
         let keys: Vec<u64> = st
             .ops
             .iter()
@@ -634,10 +830,7 @@ impl Ring {
                 self.leak_wake.store(st.wake_armed, Ordering::Relaxed);
                 break;
             }
-            self.wait(
-                Some((deadline - now).min(Duration::from_millis(100))),
-                proc.may_submit_here(),
-            );
+            self.wait(Some((deadline - now).min(Duration::from_millis(100))));
             self.reap(proc, st, fired);
         }
         proc.flush(st);
@@ -667,7 +860,7 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             } else {
                 result
             });
-            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+            proc.work.remove(&*st, 1);
         }
         OpSlot::Abandoned(_) => {
             // The kernel is done with the resources.
@@ -675,9 +868,27 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
                 unreachable!("matched above")
             };
             orphan.finish(proc, key, result, fired);
-            proc.outstanding.fetch_sub(1, Ordering::Relaxed);
+            proc.work.remove(&*st, 1);
         }
         OpSlot::Done(_) => {}
+    }
+}
+
+/// Operation `key`'s entry will never reach the kernel (its ring broke
+/// before consuming it): a live future submits it again elsewhere, a
+/// dropped one's resources are finished as after a cancellation that came
+/// before the kernel did anything.
+fn unsubmitted(proc: &Proc, st: &mut State, key: usize, fired: &mut Vec<Waker>) {
+    match st.ops.get_mut(key) {
+        Some(OpSlot::Waiting(waker)) => {
+            if let Some(w) = waker.take() {
+                fired.push(w);
+            }
+            st.ops[key] = OpSlot::Done(UNSUBMITTED);
+            proc.work.remove(&*st, 1);
+        }
+        Some(OpSlot::Abandoned(_)) => complete(proc, st, key, -libc::ECANCELED, fired),
+        Some(OpSlot::Done(_)) | None => {}
     }
 }
 
@@ -690,9 +901,11 @@ pub(crate) struct Op<T: Send + 'static> {
     data: Option<T>,
     fd_result: bool,
     /// The entry as submitted (without its `user_data`), to submit again if
-    /// the kernel cancels it ([`RESTART`]); `None` for an operation that
-    /// must not be repeated (see [`Op::once`]).
-    entry: Option<squeue::Entry>,
+    /// the kernel cancels it ([`RESTART`], unless the operation must not be
+    /// repeated: `repeatable`, see [`Op::once`]) or never consumed it
+    /// ([`UNSUBMITTED`]).
+    entry: squeue::Entry,
+    repeatable: bool,
     /// Where a socket keeps what this operation's dropped future did not
     /// take (see [`Op::keep_in`]).
     keep: Option<(Arc<Carry>, Keep<T>)>,
@@ -715,7 +928,8 @@ impl<T: Send + 'static> Op<T> {
                 key,
                 data: Some(data),
                 fd_result,
-                entry: Some(entry),
+                entry,
+                repeatable: true,
                 keep: None,
             }),
             Err(e) => Err((e, data)),
@@ -724,9 +938,10 @@ impl<T: Send + 'static> Op<T> {
 
     /// This operation must not be repeated if its processor is removed
     /// while it is in flight (a `connect`, whose handshake the cancellation
-    /// does not undo): its future then sees `ECANCELED`.
+    /// does not undo): its future then sees `ECANCELED`. (One whose entry
+    /// the kernel never consumed is still done elsewhere.)
     pub(crate) fn once(mut self) -> Self {
-        self.entry = None;
+        self.repeatable = false;
         self
     }
 
@@ -741,16 +956,28 @@ impl<T: Send + 'static> Op<T> {
 }
 
 /// Pushes `entry` (its `user_data` set here) on the calling thread's engine
-/// (another live one if that one stopped) as a new `Waiting` operation.
+/// (another live one if that one stopped or its ring broke) as a new
+/// `Waiting` operation. With every ring broken, the error that broke this
+/// one.
 fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, usize)> {
     let (mut proc, mut local) = driver.target()?;
     let mut fired = Vec::new();
     let mut st = proc.lock();
-    if st.stopped {
+    let Engine::Uring(ring) = &proc.engine else {
+        return Err(io::Error::other("not an io_uring runtime"));
+    };
+    let broken = ring.broken_error(&proc, &mut st, &mut fired);
+    if st.stopped || broken.is_some() {
         // The calling processor's engine stopped (the processor is being
-        // removed while this thread still runs a task): use another.
+        // removed while this thread still runs a task) or its ring broke:
+        // use another.
         drop(st);
-        proc = driver.live_proc(proc.index)?;
+        fired.drain(..).for_each(Waker::wake);
+        proc = match (driver.live_proc(proc.index), broken) {
+            (Ok(other), _) => other,
+            (Err(_), Some(e)) if driver.check_live().is_ok() => return Err(e),
+            (Err(e), _) => return Err(e),
+        };
         local = false;
         st = proc.lock();
         if st.stopped {
@@ -768,18 +995,22 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, 
         fired.into_iter().for_each(Waker::wake);
         return Err(e);
     }
-    proc.outstanding.fetch_add(1, Ordering::Relaxed);
+    let appeared = proc.work_added(&st);
     // A thread that is not this ring's processor has no loop that would
     // flush its batch later: submit now. On the processor, flush when the
     // batch is large (the other flush points are in the driver).
     if !local || proc.unflushed() > super::driver::FLUSH_THRESHOLD {
         proc.flush(&mut st);
+        fired.append(&mut st.pending_wakers);
     }
     if !local {
         proc.wake_if_on_futex();
     }
     drop(st);
     fired.into_iter().for_each(Waker::wake);
+    if appeared {
+        driver.work_appeared(proc.index);
+    }
     Ok((proc, key))
 }
 
@@ -811,21 +1042,28 @@ impl<T: Send + 'static> Future for Op<T> {
             };
             st.ops.remove(this.key);
             drop(st);
-            if result != RESTART {
-                break if result < 0 {
-                    Err(io::Error::from_raw_os_error(-result))
-                } else {
-                    Ok(result as u32)
+            let again = match result {
+                UNSUBMITTED => true,
+                RESTART => this.repeatable,
+                _ => false,
+            };
+            if !again {
+                break match result {
+                    RESTART => Err(io::Error::from_raw_os_error(libc::ECANCELED)),
+                    r if r < 0 => Err(io::Error::from_raw_os_error(-r)),
+                    r => Ok(r as u32),
                 };
             }
             // Its processor was removed before the kernel did anything with
-            // it: do it on another engine. The kernel is done with the
-            // resources (the cancelled entry's completion was reaped), and
-            // they are still where the entry points (`data`).
-            let (Some(entry), Some(driver)) = (&this.entry, this.proc.driver.upgrade()) else {
+            // it, or its ring broke before the kernel read its entry: do it
+            // on another engine. The kernel is done with the resources (the
+            // cancelled entry's completion was reaped; the unconsumed entry
+            // is never read), and they are still where the entry points
+            // (`data`).
+            let Some(driver) = this.proc.driver.upgrade() else {
                 break Err(io::Error::from_raw_os_error(libc::ECANCELED));
             };
-            match push_entry(&driver, entry) {
+            match push_entry(&driver, &this.entry) {
                 // Poll the new slot (registers the waker).
                 Ok((proc, key)) => (this.proc, this.key) = (proc, key),
                 Err(e) => break Err(e),
@@ -894,6 +1132,7 @@ fn cancel_now(ring: &Ring, proc: &Proc, st: &mut State, key: usize, fired: &mut 
         .user_data(CANCEL);
     let _ = ring.push(proc, st, &cancel, fired);
     proc.flush_now(st);
+    fired.append(&mut st.pending_wakers);
 }
 
 /// A socket with carried writes in flight is dropped: cancels each that is
@@ -920,6 +1159,84 @@ pub(crate) fn cancel_kept(carry: &Carry) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::FromRawFd;
+
+    /// A ring that breaks with one entry consumed by the kernel and one
+    /// not: the unconsumed one's operation is settled (done elsewhere), the
+    /// consumed one's stays in flight until its completion (here the
+    /// cancellation of the broken ring's operations) arrives, and the ring
+    /// takes no more entries. Settling the consumed one too would free
+    /// memory the kernel may still write.
+    #[test]
+    fn a_broken_ring_settles_only_what_the_kernel_did_not_consume() {
+        if Ring::probe().is_err() {
+            return; // needs io_uring (the library prints nothing)
+        }
+        let driver = Driver::new(crate::io::IoBackend::IoUring, 1).expect("driver");
+        driver.register_current(0);
+        let proc = driver.current().expect("registered");
+        let Engine::Uring(ring) = &proc.engine else {
+            unreachable!("an io_uring driver")
+        };
+        let mut fds = [0; 2];
+        // SAFETY: `pipe2` writes two descriptors into `fds`.
+        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+        // SAFETY: both descriptors are new and owned here.
+        let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let mut bufs = [Box::new([0u8; 8]), Box::new([0u8; 8])];
+        let mut fired = Vec::new();
+        let mut st = proc.lock();
+        let read = |st: &mut State, buf: &mut [u8; 8], fired: &mut Vec<Waker>| {
+            let key = st.ops.insert(OpSlot::Waiting(None));
+            proc.work.add(&*st);
+            let entry = opcode::Read::new(types::Fd(rx.as_raw_fd()), buf.as_mut_ptr(), 8)
+                .build()
+                .user_data(key as u64);
+            ring.push(&proc, st, &entry, fired).expect("push");
+            key
+        };
+        let [first, second] = &mut bufs;
+        let consumed = read(&mut st, first, &mut fired);
+        let unconsumed = read(&mut st, second, &mut fired);
+        // The kernel consumes the wake-up read and the first read only.
+        // SAFETY: no wait, no argument; the entries point into `bufs`,
+        // which outlive them (and the ring's wake-up buffer).
+        let n =
+            unsafe { ring.ring.submitter().enter::<libc::sigset_t>(2, 0, 0, None) }.expect("enter");
+        assert_eq!(n, 2);
+        assert!(ring.has_unsubmitted(&st));
+        ring.break_for_test(libc::EINVAL);
+        ring.settle(&proc, &mut st, &mut fired);
+        assert!(
+            matches!(st.ops[unconsumed], OpSlot::Done(UNSUBMITTED)),
+            "the entry the kernel never read is done elsewhere"
+        );
+        assert!(
+            !matches!(st.ops[consumed], OpSlot::Done(UNSUBMITTED)),
+            "the entry the kernel read is its until its completion"
+        );
+        assert!(!ring.has_unsubmitted(&st), "dead entries are not submitted");
+        let nop = opcode::Nop::new().build().user_data(CANCEL);
+        let refused = ring.push(&proc, &mut st, &nop, &mut fired).unwrap_err();
+        assert_eq!(refused.raw_os_error(), Some(libc::EINVAL));
+        // The consumed read was cancelled (`evacuate`): its completion says
+        // the kernel did nothing, so its future would do it again.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !matches!(st.ops[consumed], OpSlot::Done(_)) {
+            assert!(
+                Instant::now() < deadline,
+                "the consumed read never completed"
+            );
+            drop(st);
+            ring.wait(Some(Duration::from_millis(10)));
+            st = proc.lock();
+            ring.reap(&proc, &mut st, &mut fired);
+        }
+        assert!(matches!(st.ops[consumed], OpSlot::Done(RESTART)));
+        drop(st);
+        driver.unregister_current();
+        drop((rx, tx, bufs));
+    }
 
     /// A wake-up read that stopping gave up on (`leak_wake` set while it is
     /// in flight) but that completed before the ring is dropped: its

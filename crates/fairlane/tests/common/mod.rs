@@ -377,6 +377,16 @@ pub fn assert_idle_for_a_second(rt: &fairlane::Runtime, what: &str) {
     );
 }
 
+/// A connected pair of std TCP streams over loopback, neither in a
+/// runtime: a test hands one to `fairlane::net::TcpStream::from_std` on the
+/// processor whose engine it wants the socket in.
+pub fn std_pair() -> (std::net::TcpStream, std::net::TcpStream) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let peer = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    (stream, peer)
+}
+
 /// A connected pair: a fairlane stream and the std peer it talks to.
 pub async fn pair() -> (fairlane::net::TcpStream, std::net::TcpStream) {
     let listener = fairlane::net::TcpListener::bind("127.0.0.1:0")
