@@ -4,7 +4,10 @@
 //! wait can be dropped, and a blocking descriptor is refused; `ready` with
 //! an `Interest` reports what the descriptor has (`Ready`: readable,
 //! writable, closed sides, urgent data, errors), and `with_interest`
-//! refuses waits for anything else.
+//! refuses waits for anything else. The poll-based waits
+//! (`poll_read_ready`, `poll_write_ready` and their `_mut` forms) drive
+//! `AsyncRead`/`AsyncWrite` implementations, wake the task that polled
+//! last, and a wait left armed goes with the `AsyncFd`.
 
 mod common;
 
@@ -12,9 +15,15 @@ use std::fs::File;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::{FromRawFd, OwnedFd};
 
+use std::future::poll_fn;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
 use fairlane::io::unix::AsyncFd;
 use fairlane::io::{Interest, IoBackend, Ready};
 use futures_lite::future::poll_once;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
 
 common::on_both_backends!(
     pipe_readable_when_the_writer_writes,
@@ -29,6 +38,12 @@ common::on_both_backends!(
     priority_data_is_reported,
     an_error_alone_is_reported,
     a_wait_for_both_directions_ends_on_either,
+    poll_read_ready_drives_an_async_read,
+    poll_write_ready_waits_for_room,
+    poll_ready_mut_gives_mutable_access,
+    poll_ready_refuses_what_with_interest_left_out,
+    the_task_that_polled_last_is_woken,
+    a_poll_based_wait_left_armed_is_cancelled_with_the_fd,
 );
 
 /// A pipe (read end, write end) with `flags` on both.
@@ -452,4 +467,240 @@ fn a_wait_for_both_directions_ends_on_either(backend: IoBackend) {
         reader.join().unwrap();
         drop(b);
     });
+}
+
+/// A pipe end as `futures_io::AsyncRead`/`AsyncWrite`, the way a library
+/// builds one on the poll-based waits.
+struct PipeEnd(AsyncFd<File>);
+
+impl futures_lite::AsyncRead for PipeEnd {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<std::io::Result<usize>> {
+        loop {
+            let mut guard = std::task::ready!(self.0.poll_read_ready(cx))?;
+            if let Ok(result) = guard.try_io(|fd| fd.get_ref().read(buf)) {
+                return Poll::Ready(result);
+            }
+        }
+    }
+}
+
+impl futures_lite::AsyncWrite for PipeEnd {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        loop {
+            let mut guard = std::task::ready!(self.0.poll_write_ready(cx))?;
+            if let Ok(result) = guard.try_io(|fd| fd.get_ref().write(buf)) {
+                return Poll::Ready(result);
+            }
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn poll_close(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        Poll::Ready(Ok(()))
+    }
+}
+
+/// Many times a pipe's capacity, written by one task and read by another
+/// through `poll_write_ready`/`poll_read_ready`: every byte arrives, in
+/// order (each side waits on the other many times).
+fn poll_read_ready_drives_an_async_read(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 2);
+    rt.block_on(async {
+        let (r, w) = pipe(libc::O_NONBLOCK);
+        let mut reader = PipeEnd(AsyncFd::with_interest(r, Interest::READABLE).unwrap());
+        let mut writer = PipeEnd(AsyncFd::with_interest(w, Interest::WRITABLE).unwrap());
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let sent = data.clone();
+        let task = fairlane::spawn(async move {
+            for chunk in sent.chunks(7_001) {
+                writer.write_all(chunk).await.unwrap();
+            }
+            // Dropped: the reader sees the end of the input.
+        });
+        let mut got = Vec::new();
+        reader.read_to_end(&mut got).await.unwrap();
+        task.await.unwrap();
+        assert_eq!(got.len(), data.len());
+        assert!(got == data, "bytes lost or reordered");
+    });
+}
+
+/// A full pipe: `poll_write_ready` is pending until the reader drains it,
+/// then reports room to write.
+fn poll_write_ready_waits_for_room(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (mut r, w) = pipe(libc::O_NONBLOCK);
+        let fd = AsyncFd::new(w).unwrap();
+        {
+            let guard = poll_fn(|cx| fd.poll_write_ready(cx)).await.unwrap();
+            assert!(guard.ready().is_writable(), "{:?}", guard.ready());
+        }
+        let written = fill(fd.get_ref());
+        let mut ready = std::pin::pin!(poll_fn(|cx| fd.poll_write_ready(cx).map_ok(|g| g.ready())));
+        assert!(poll_once(&mut ready).await.is_none(), "the pipe is full");
+        assert!(poll_once(&mut ready).await.is_none(), "still full");
+        let mut sink = vec![0u8; written];
+        r.read_exact(&mut sink).unwrap();
+        assert!(ready.await.unwrap().is_writable());
+    });
+}
+
+fn poll_ready_mut_gives_mutable_access(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (r, w) = pipe(libc::O_NONBLOCK);
+        let mut rfd = AsyncFd::new(r).unwrap();
+        let mut wfd = AsyncFd::new(w).unwrap();
+        let pending = poll_fn(|cx| Poll::Ready(rfd.poll_read_ready_mut(cx).is_pending())).await;
+        assert!(pending, "nothing written yet");
+        let n = poll_fn(|cx| {
+            let mut guard = std::task::ready!(wfd.poll_write_ready_mut(cx))?;
+            Poll::Ready(
+                guard
+                    .try_io(|f| f.get_mut().write(b"mut"))
+                    .expect("writable"),
+            )
+        })
+        .await
+        .unwrap();
+        assert_eq!(n, 3);
+        // The read's wait armed above completes now.
+        let mut buf = [0u8; 8];
+        let n = poll_fn(|cx| loop {
+            let mut guard = std::task::ready!(rfd.poll_read_ready_mut(cx))?;
+            assert!(guard.ready().is_readable(), "{:?}", guard.ready());
+            if let Ok(result) = guard.try_io(|f| f.get_mut().read(&mut buf)) {
+                return Poll::Ready(result);
+            }
+        })
+        .await
+        .unwrap();
+        assert_eq!(&buf[..n], b"mut");
+    });
+}
+
+fn poll_ready_refuses_what_with_interest_left_out(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (r, w) = pipe(libc::O_NONBLOCK);
+        let mut rfd = AsyncFd::with_interest(r, Interest::READABLE).unwrap();
+        let mut wfd = AsyncFd::with_interest(w, Interest::WRITABLE).unwrap();
+        let kind = |p: Poll<std::io::Result<Ready>>| match p {
+            Poll::Ready(Err(e)) => e.kind(),
+            other => panic!("not refused: {other:?}"),
+        };
+        poll_fn(|cx| {
+            let map = |g: fairlane::io::unix::AsyncFdReadyGuard<'_, File>| g.ready();
+            assert_eq!(
+                kind(rfd.poll_write_ready(cx).map_ok(map)),
+                ErrorKind::InvalidInput
+            );
+            assert_eq!(
+                kind(wfd.poll_read_ready(cx).map_ok(map)),
+                ErrorKind::InvalidInput
+            );
+            let map = |g: fairlane::io::unix::AsyncFdReadyMutGuard<'_, File>| g.ready();
+            assert_eq!(
+                kind(rfd.poll_write_ready_mut(cx).map_ok(map)),
+                ErrorKind::InvalidInput
+            );
+            assert_eq!(
+                kind(wfd.poll_read_ready_mut(cx).map_ok(map)),
+                ErrorKind::InvalidInput
+            );
+            Poll::Ready(())
+        })
+        .await;
+    });
+}
+
+/// Two tasks poll `poll_read_ready` in turn, then the writer writes: the
+/// one that polled last is woken and sees the descriptor readable (as with
+/// tokio; the other is not woken by this readiness).
+fn the_task_that_polled_last_is_woken(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 2);
+    rt.block_on(async {
+        let (r, mut w) = pipe(libc::O_NONBLOCK);
+        let fd = std::sync::Arc::new(AsyncFd::new(r).unwrap());
+        let first_polled = common::Signal::new();
+        let first = {
+            let (fd, polled) = (fd.clone(), first_polled.clone());
+            fairlane::spawn(async move {
+                let mut polls = 0;
+                poll_fn(|cx| {
+                    polls += 1;
+                    if polls == 1 {
+                        assert!(fd.poll_read_ready(cx).is_pending(), "nothing written yet");
+                        polled.notify();
+                    }
+                    // Woken again only if spuriously: stays pending.
+                    Poll::<()>::Pending
+                })
+                .await
+            })
+        };
+        first_polled.wait().await;
+        let ready = {
+            let mut armed = false;
+            let fd = fd.clone();
+            poll_fn(move |cx| {
+                let r = fd.poll_read_ready(cx).map_ok(|g| g.ready());
+                if !armed {
+                    assert!(r.is_pending(), "nothing written yet");
+                    armed = true;
+                    w.write_all(b"x").unwrap();
+                }
+                r
+            })
+        };
+        assert!(ready.await.unwrap().is_readable());
+        first.abort();
+        assert!(first.await.unwrap_err().is_cancelled());
+    });
+}
+
+/// A poll-based wait that nobody polls again stays armed (I/O in flight:
+/// the paused clock holds) until the `AsyncFd` is dropped, which cancels
+/// it: nothing is left in flight, so the clock moves on its own again and
+/// the runtime shuts down without waiting for it.
+fn a_poll_based_wait_left_armed_is_cancelled_with_the_fd(backend: IoBackend) {
+    let rt = fairlane::Runtime::builder()
+        .processors(2)
+        .io_backend(backend)
+        .start_paused(true)
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let fd = AsyncFd::new(a).unwrap();
+        let pending = poll_fn(|cx| Poll::Ready(fd.poll_read_ready(cx).is_pending())).await;
+        assert!(pending, "nothing written yet");
+        let both = poll_fn(|cx| {
+            Poll::Ready(fd.poll_read_ready(cx).is_pending() && fd.poll_write_ready(cx).is_ready())
+        })
+        .await;
+        assert!(both, "still armed for reading; writable at once");
+        drop(fd);
+        let start = fairlane::time::Instant::now();
+        fairlane::time::sleep(Duration::from_secs(3600)).await;
+        assert_eq!(
+            fairlane::time::Instant::now() - start,
+            Duration::from_secs(3600)
+        );
+        drop(b);
+    });
+    drop(rt);
 }

@@ -18,10 +18,12 @@
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use crate::io::driver::Driver;
-use crate::io::reactor::Registration;
+use crate::io::reactor::{Direction, Registration};
+use crate::io::uring::Op;
 use crate::io::{Interest, IoBackend, Ready};
 use crate::net::socket::{current_driver, cvt};
 
@@ -135,6 +137,70 @@ pub(crate) mod readiness {
         }
     }
 
+    /// io_uring: polls the `POLL_ADD` for `events` on `fd` kept in `slot`
+    /// between polls, submitting one first if none is kept (the poll
+    /// registers the waker, replacing the one an earlier poll left); its
+    /// reported event mask once it completes, the slot then empty.
+    /// Dropping the `Op` left in `slot` cancels it.
+    fn poll_kept(
+        slot: &mut Option<Op<()>>,
+        driver: &Driver,
+        fd: RawFd,
+        events: libc::c_short,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<u32>> {
+        let op = match slot {
+            Some(op) => op,
+            None => {
+                driver.check_live()?;
+                slot.insert(submit_poll_add(driver, fd, events)?)
+            }
+        };
+        let (r, ()) = std::task::ready!(Pin::new(op).poll(cx));
+        *slot = None;
+        Poll::Ready(checked_revents(r?))
+    }
+
+    /// The poll-based form of [`wait`], for one direction's interest
+    /// (`READABLE` or `WRITABLE`, plus errors): with io_uring (`reg` is
+    /// `None`) through the `POLL_ADD` kept in `kept` between polls, in the
+    /// fallback backend through `reg` (a poll-based wait, whose waker stays
+    /// until the next event). The result is what the descriptor reported,
+    /// as with [`wait`]; only the task that polled last is woken.
+    pub(crate) fn poll_wait(
+        driver: &Driver,
+        reg: Option<&Registration>,
+        kept: &mut Option<Op<()>>,
+        fd: RawFd,
+        interest: Interest,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<Ready>> {
+        let events = interest.poll_events();
+        let revents = match reg {
+            // Readiness already there is seen at once (a `POLL_ADD` would
+            // complete only when the ring is next reaped): callers poll
+            // before each attempt, ready or not.
+            None if kept.is_none() => {
+                std::task::ready!(coop::poll_proceed(cx));
+                match ready_now(fd, events) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        std::task::ready!(poll_kept(kept, driver, fd, events, cx))?
+                    }
+                    now => {
+                        coop::spend();
+                        now?
+                    }
+                }
+            }
+            None => std::task::ready!(poll_kept(kept, driver, fd, events, cx))?,
+            Some(reg) => {
+                let dirs = directions(interest, reg.directions());
+                std::task::ready!(reg.poll_io_dirs(cx, dirs, || ready_now(fd, events)))?
+            }
+        };
+        Poll::Ready(Ok(Ready::from_revents(revents)))
+    }
+
     /// A non-blocking descriptor that fairlane owns and whose I/O is
     /// polled through `&mut self` (the pipes and the pidfd of
     /// [`process`](crate::process)): `poll_io` tries the I/O and, while it
@@ -215,20 +281,24 @@ pub(crate) mod readiness {
             // if one completed, else here.
             let mut spent = false;
             loop {
-                if let Some(op) = &mut self.waits[d] {
-                    let (r, ()) = std::task::ready!(Pin::new(op).poll(cx));
-                    self.waits[d] = None;
-                    checked_revents(r?)?;
+                if self.waits[d].is_some() {
+                    std::task::ready!(poll_kept(&mut self.waits[d], &self.driver, fd, events, cx))?;
                     spent = true;
                 } else if !spent {
                     std::task::ready!(coop::poll_proceed(cx));
                 }
                 match attempt(fd) {
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        self.driver.check_live()?;
-                        // Polled at the top of the loop: that registers the
-                        // waker (or finds it completed already).
-                        self.waits[d] = Some(submit_poll_add(&self.driver, fd, events)?);
+                        // Submitted and polled: that registers the waker,
+                        // or finds it completed already (try again).
+                        std::task::ready!(poll_kept(
+                            &mut self.waits[d],
+                            &self.driver,
+                            fd,
+                            events,
+                            cx
+                        ))?;
+                        spent = true;
                     }
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     result => {
@@ -363,8 +433,11 @@ macro_rules! readiness_methods {
 /// only part of what is there), and otherwise waits for the descriptor to
 /// become ready.
 ///
-/// Not provided (tokio has them): the `poll_read_ready`/`poll_write_ready`
-/// family and `async_io`; write the loop above instead.
+/// For implementations of `AsyncRead`/`AsyncWrite`, the poll-based waits
+/// [`poll_read_ready`](Self::poll_read_ready) and
+/// [`poll_write_ready`](Self::poll_write_ready) (and their `_mut` forms)
+/// have tokio's shapes. Not provided (tokio has it): `async_io`; write the
+/// loop above instead.
 ///
 /// # Example
 /// ```
@@ -391,6 +464,11 @@ macro_rules! readiness_methods {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct AsyncFd<T: AsRawFd> {
+    /// io_uring: the `POLL_ADD` a poll-based wait
+    /// ([`poll_read_ready`](Self::poll_read_ready) and the others) keeps
+    /// between polls, per direction (read, write). Declared before `inner`:
+    /// dropping one cancels it before the descriptor closes.
+    kept: Mutex<[Option<Op<()>>; 2]>,
     /// Declared before `inner`: it must be dropped (deleted from the
     /// poller) before the descriptor closes. `None` with io_uring.
     reg: Option<Registration>,
@@ -470,6 +548,7 @@ impl<T: AsRawFd> AsyncFd<T> {
             None
         };
         Ok(AsyncFd {
+            kept: Mutex::new([None, None]),
             reg,
             driver,
             interest,
@@ -521,17 +600,22 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// ```
     pub fn into_inner(self) -> T {
         let AsyncFd {
-            reg, driver, inner, ..
+            kept,
+            reg,
+            driver,
+            inner,
+            ..
         } = self;
-        // Deleted from the poller before the descriptor can be closed.
+        // Waits cancelled and the descriptor deleted from the poller before
+        // it can be closed.
+        drop(kept);
         drop(reg);
         drop(driver);
         inner
     }
 
-    /// Waits for `interest` (refused with `InvalidInput` if this
-    /// `AsyncFd` was not made for it).
-    async fn wait(&self, interest: Interest) -> io::Result<Ready> {
+    /// `InvalidInput` if this `AsyncFd` was not made for `interest`.
+    fn check_interest(&self, interest: Interest) -> io::Result<()> {
         let needed = interest.remove(Interest::ERROR);
         if let Some(needed) = needed.filter(|&n| !self.interest.contains(n)) {
             return Err(io::Error::new(
@@ -543,6 +627,13 @@ impl<T: AsRawFd> AsyncFd<T> {
                 ),
             ));
         }
+        Ok(())
+    }
+
+    /// Waits for `interest` (refused with `InvalidInput` if this
+    /// `AsyncFd` was not made for it).
+    async fn wait(&self, interest: Interest) -> io::Result<Ready> {
+        self.check_interest(interest)?;
         readiness::wait(
             &self.driver,
             self.reg.as_ref(),
@@ -712,6 +803,214 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// ```
     pub async fn writable_mut(&mut self) -> io::Result<AsyncFdReadyMutGuard<'_, T>> {
         self.ready_mut(Interest::WRITABLE).await
+    }
+}
+
+/// The poll-based waits: [`AsyncFd::poll_read_ready`] and the others.
+impl<T: AsRawFd> AsyncFd<T> {
+    /// The poll-based wait for `dir`'s interest; `kept` is this
+    /// direction's kept `POLL_ADD` (io_uring).
+    fn poll_dir(
+        &self,
+        kept: &mut Option<Op<()>>,
+        dir: Direction,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<Ready>> {
+        let interest = match dir {
+            Direction::Read => Interest::READABLE,
+            Direction::Write => Interest::WRITABLE,
+        };
+        self.check_interest(interest)?;
+        readiness::poll_wait(
+            &self.driver,
+            self.reg.as_ref(),
+            kept,
+            self.inner.as_raw_fd(),
+            interest,
+            cx,
+        )
+    }
+
+    /// Polls for read readiness, as tokio's `poll_read_ready`: `Ready`
+    /// with a guard once the descriptor is readable (data, the end of the
+    /// input, an error or a hang-up), else `Pending` with `cx`'s waker
+    /// kept to be woken when it may be. For `poll_read` in an
+    /// implementation of `AsyncRead`: try the I/O through the guard's
+    /// [`try_io`](AsyncFdReadyGuard::try_io) and poll again when it would
+    /// block.
+    ///
+    /// Only the task that polled last is woken (as with tokio): several
+    /// tasks waiting at once use [`readable`](Self::readable). Between
+    /// polls the wait stays armed (with io_uring a `POLL_ADD` kept in the
+    /// `AsyncFd`, in the fallback backend the waker at the poller's
+    /// registration) until readiness arrives or the `AsyncFd` is dropped,
+    /// which cancels it; a caller that stops polling leaks nothing. An
+    /// armed wait is I/O in flight for the paused test clock, which then
+    /// does not move on its own (see `time::pause`). As with every wait,
+    /// readiness is not cached: it is what the descriptor reported, and
+    /// may be gone by the time the I/O runs (`try_io` then clears it).
+    ///
+    /// # Errors
+    /// `InvalidInput` for an `AsyncFd` made without
+    /// [`Interest::READABLE`]; the runtime shut down, or the backend could
+    /// not wait.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Read;
+    /// use std::pin::Pin;
+    /// use std::task::{Context, Poll};
+    /// use fairlane::io::unix::AsyncFd;
+    ///
+    /// /// A read end of a pipe as a `futures_io::AsyncRead`.
+    /// struct Reader(AsyncFd<std::fs::File>);
+    ///
+    /// impl futures_io::AsyncRead for Reader {
+    ///     fn poll_read(
+    ///         self: Pin<&mut Self>,
+    ///         cx: &mut Context<'_>,
+    ///         buf: &mut [u8],
+    ///     ) -> Poll<std::io::Result<usize>> {
+    ///         loop {
+    ///             let mut guard = std::task::ready!(self.0.poll_read_ready(cx))?;
+    ///             match guard.try_io(|fd| fd.get_ref().read(buf)) {
+    ///                 Ok(result) => return Poll::Ready(result),
+    ///                 Err(_would_block) => continue,
+    ///             }
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn poll_read_ready<'a>(
+        &'a self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<AsyncFdReadyGuard<'a, T>>> {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let ready = std::task::ready!(self.poll_dir(&mut kept[0], Direction::Read, cx))?;
+        Poll::Ready(Ok(AsyncFdReadyGuard {
+            async_fd: self,
+            ready,
+        }))
+    }
+
+    /// As [`poll_read_ready`](Self::poll_read_ready), with a guard whose
+    /// [`try_io`](AsyncFdReadyMutGuard::try_io) gets `&mut AsyncFd` (as
+    /// tokio's `poll_read_ready_mut`).
+    ///
+    /// # Errors
+    /// As [`poll_read_ready`](Self::poll_read_ready).
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Read;
+    /// use std::task::{Context, Poll};
+    /// use fairlane::io::unix::AsyncFd;
+    ///
+    /// fn poll_read(
+    ///     fd: &mut AsyncFd<std::fs::File>,
+    ///     cx: &mut Context<'_>,
+    ///     buf: &mut [u8],
+    /// ) -> Poll<std::io::Result<usize>> {
+    ///     loop {
+    ///         let mut guard = std::task::ready!(fd.poll_read_ready_mut(cx))?;
+    ///         if let Ok(result) = guard.try_io(|fd| fd.get_mut().read(buf)) {
+    ///             return Poll::Ready(result);
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn poll_read_ready_mut<'a>(
+        &'a mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<AsyncFdReadyMutGuard<'a, T>>> {
+        let mut kept = std::mem::take(self.kept.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let polled = self.poll_dir(&mut kept[0], Direction::Read, cx);
+        *self.kept.get_mut().unwrap_or_else(|e| e.into_inner()) = kept;
+        let ready = std::task::ready!(polled)?;
+        Poll::Ready(Ok(AsyncFdReadyMutGuard {
+            async_fd: self,
+            ready,
+        }))
+    }
+
+    /// Polls for write readiness, as tokio's `poll_write_ready`: as
+    /// [`poll_read_ready`](Self::poll_read_ready), for writing (room to
+    /// write, an error or a hang-up).
+    ///
+    /// # Errors
+    /// `InvalidInput` for an `AsyncFd` made without
+    /// [`Interest::WRITABLE`]; the runtime shut down, or the backend could
+    /// not wait.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// use std::task::{Context, Poll};
+    /// use fairlane::io::unix::AsyncFd;
+    ///
+    /// fn poll_write(
+    ///     fd: &AsyncFd<std::fs::File>,
+    ///     cx: &mut Context<'_>,
+    ///     buf: &[u8],
+    /// ) -> Poll<std::io::Result<usize>> {
+    ///     loop {
+    ///         let mut guard = std::task::ready!(fd.poll_write_ready(cx))?;
+    ///         if let Ok(result) = guard.try_io(|fd| fd.get_ref().write(buf)) {
+    ///             return Poll::Ready(result);
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn poll_write_ready<'a>(
+        &'a self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<AsyncFdReadyGuard<'a, T>>> {
+        let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+        let ready = std::task::ready!(self.poll_dir(&mut kept[1], Direction::Write, cx))?;
+        Poll::Ready(Ok(AsyncFdReadyGuard {
+            async_fd: self,
+            ready,
+        }))
+    }
+
+    /// As [`poll_write_ready`](Self::poll_write_ready), with a guard whose
+    /// [`try_io`](AsyncFdReadyMutGuard::try_io) gets `&mut AsyncFd` (as
+    /// tokio's `poll_write_ready_mut`).
+    ///
+    /// # Errors
+    /// As [`poll_write_ready`](Self::poll_write_ready).
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// use std::task::{Context, Poll};
+    /// use fairlane::io::unix::AsyncFd;
+    ///
+    /// fn poll_write(
+    ///     fd: &mut AsyncFd<std::fs::File>,
+    ///     cx: &mut Context<'_>,
+    ///     buf: &[u8],
+    /// ) -> Poll<std::io::Result<usize>> {
+    ///     loop {
+    ///         let mut guard = std::task::ready!(fd.poll_write_ready_mut(cx))?;
+    ///         if let Ok(result) = guard.try_io(|fd| fd.get_mut().write(buf)) {
+    ///             return Poll::Ready(result);
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn poll_write_ready_mut<'a>(
+        &'a mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<AsyncFdReadyMutGuard<'a, T>>> {
+        let mut kept = std::mem::take(self.kept.get_mut().unwrap_or_else(|e| e.into_inner()));
+        let polled = self.poll_dir(&mut kept[1], Direction::Write, cx);
+        *self.kept.get_mut().unwrap_or_else(|e| e.into_inner()) = kept;
+        let ready = std::task::ready!(polled)?;
+        Poll::Ready(Ok(AsyncFdReadyMutGuard {
+            async_fd: self,
+            ready,
+        }))
     }
 }
 
