@@ -674,7 +674,9 @@ fn the_task_that_polled_last_is_woken(backend: IoBackend) {
 /// A poll-based wait that nobody polls again stays armed (I/O in flight:
 /// the paused clock holds) until the `AsyncFd` is dropped, which cancels
 /// it: nothing is left in flight, so the clock moves on its own again and
-/// the runtime shuts down without waiting for it.
+/// the runtime shuts down without waiting for it. A wait the drop left in
+/// the kernel would hold the clock for good: the sleep would never end and
+/// the scenario's deadline fails the test.
 fn a_poll_based_wait_left_armed_is_cancelled_with_the_fd(backend: IoBackend) {
     let rt = fairlane::Runtime::builder()
         .processors(2)
@@ -682,25 +684,35 @@ fn a_poll_based_wait_left_armed_is_cancelled_with_the_fd(backend: IoBackend) {
         .start_paused(true)
         .build()
         .unwrap();
-    rt.block_on(async {
-        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-        a.set_nonblocking(true).unwrap();
-        let fd = AsyncFd::new(a).unwrap();
-        let pending = poll_fn(|cx| Poll::Ready(fd.poll_read_ready(cx).is_pending())).await;
-        assert!(pending, "nothing written yet");
-        let both = poll_fn(|cx| {
-            Poll::Ready(fd.poll_read_ready(cx).is_pending() && fd.poll_write_ready(cx).is_ready())
+    let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+    a.set_nonblocking(true).unwrap();
+    let slept = rt.block_on(async move {
+        // On a processor: its engine holds what it arms.
+        fairlane::spawn(async move {
+            let fd = AsyncFd::new(a).unwrap();
+            let pending = poll_fn(|cx| Poll::Ready(fd.poll_read_ready(cx).is_pending())).await;
+            assert!(pending, "nothing written yet");
+            let both = poll_fn(|cx| {
+                Poll::Ready(
+                    fd.poll_read_ready(cx).is_pending() && fd.poll_write_ready(cx).is_ready(),
+                )
+            })
+            .await;
+            assert!(both, "still armed for reading; writable at once");
+            // An operation that must reach the kernel and come back: the
+            // processor submits its batch, the armed `POLL_ADD` in it, so
+            // the wait is in the kernel (not still queued) when the
+            // descriptor goes.
+            fairlane::fs::read("/proc/self/stat").await.unwrap();
+            drop(fd);
+            let start = fairlane::time::Instant::now();
+            fairlane::time::sleep(Duration::from_secs(3600)).await;
+            fairlane::time::Instant::now() - start
         })
-        .await;
-        assert!(both, "still armed for reading; writable at once");
-        drop(fd);
-        let start = fairlane::time::Instant::now();
-        fairlane::time::sleep(Duration::from_secs(3600)).await;
-        assert_eq!(
-            fairlane::time::Instant::now() - start,
-            Duration::from_secs(3600)
-        );
-        drop(b);
+        .await
+        .unwrap()
     });
+    assert_eq!(slept, Duration::from_secs(3600));
+    drop(b);
     drop(rt);
 }
