@@ -30,7 +30,9 @@ least 2 processors); spawn at each processor count; wake (with the std-thread \
 park/unpark floor), idle and echo (a TCP echo server, 100 loopback connections; fairlane on io_uring and on its fallback backend, tokio, monoio; runtimes without a network API skip it) at the largest one; \
 memcached (the fairlane-memcached server, 64 loopback connections, get/set 9:1, with server CPU \
 per operation; fairlane on both backends, the same protocol code on tokio, and real memcached \
--t N where it is installed) at each processor count.";
+-t N where it is installed) and http (a hyper HTTP/1.1 server, 32 keep-alive loopback connections \
+GETting a small body, with server CPU per request; fairlane on both backends and tokio, the \
+same hyper code on each) at each processor count.";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]
@@ -68,8 +70,9 @@ pub struct Cli {
     pub workloads: Vec<Workload>,
 
     /// Runtimes to compare (comma-separated). Default: all of them
-    /// (fairlane-fallback only runs echo and memcached, monoio echo, memcached
-    /// (real memcached) only memcached; async-executor skips both).
+    /// (fairlane-fallback only runs echo, memcached and http, monoio echo,
+    /// memcached (real memcached) only memcached; async-executor skips all
+    /// three).
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
     pub runtimes: Vec<RuntimeKind>,
 

@@ -176,7 +176,7 @@ pub fn primary_metric(w: Workload) -> &'static str {
         Workload::Spawn => "ns/spawn",
         Workload::Wake => "wake p50",
         Workload::Idle => "cpu",
-        Workload::Echo => "ns/req",
+        Workload::Echo | Workload::Http => "ns/req",
         _ => "ns/op",
     }
 }
@@ -309,20 +309,20 @@ pub fn notes(cfg: &Config, rows: &[Row], results: &Results) -> String {
     for p in &results.problems {
         let _ = writeln!(out, "- problem: {p}");
     }
-    if cfg.workloads.contains(&Workload::Memcached) {
-        if !cfg.memcached_installed {
-            let _ = writeln!(
-                out,
-                "memcached: real memcached is not installed (Debian package memcached): its \
-                 column is skipped."
-            );
-        }
+    if cfg.workloads.contains(&Workload::Memcached) && !cfg.memcached_installed {
+        let _ = writeln!(
+            out,
+            "memcached: real memcached is not installed (Debian package memcached): its \
+             column is skipped."
+        );
+    }
+    if cfg.workloads.iter().any(|w| w.is_io()) {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let _ = writeln!(
             out,
-            "memcached: cpu/op = the server's CPU time per operation (us), all its threads but \
-             the load generator's; server and load generator pinned to different cores where \
-             p < {cores} cores, unpinned otherwise."
+            "echo, http, memcached: cpu/req and cpu/op = the server's CPU time per request or \
+             operation (us), all its threads but the load generator's; server and load \
+             generator pinned to different cores where p < {cores} cores, unpinned otherwise."
         );
     }
     out
@@ -360,7 +360,12 @@ pub fn write_report(
     for &w in &cfg.workloads {
         if matches!(
             w,
-            Workload::Wake | Workload::Idle | Workload::Echo | Workload::Memcached | Workload::Hang
+            Workload::Wake
+                | Workload::Idle
+                | Workload::Echo
+                | Workload::Memcached
+                | Workload::Http
+                | Workload::Hang
         ) {
             continue;
         }

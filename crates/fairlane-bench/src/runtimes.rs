@@ -53,6 +53,18 @@ pub trait BenchRuntime: Sized + 'static {
         ))
     }
 
+    /// Starts an HTTP/1.1 server (hyper, one task per keep-alive
+    /// connection, [`crate::workloads::http::respond`] its service) on
+    /// `listener`, returning once it is accepting. The default: the runtime
+    /// has no network API.
+    fn http_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+        drop(listener);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this runtime has no network API here",
+        ))
+    }
+
     /// Starts a memcached server (`fairlane-memcached`'s protocol and
     /// store, one task per connection) on `listener`, returning once it is
     /// accepting. The default: the runtime has no network API.
@@ -162,6 +174,25 @@ mod fairlane_rt {
             Ok(())
         }
 
+        fn http_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            let listener = self
+                .0
+                .block_on(async { fairlane::net::TcpListener::from_std(listener) })?;
+            self.0.spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let _ = stream.set_nodelay(true);
+                    fairlane::spawn(async move {
+                        let service = hyper::service::service_fn(crate::workloads::http::respond);
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .timer(fairlane::hyper::Timer)
+                            .serve_connection(stream, service)
+                            .await;
+                    });
+                }
+            });
+            Ok(())
+        }
+
         fn memcached_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
             let listener = self
                 .0
@@ -208,6 +239,10 @@ mod tokio_rt {
             if spec.workload.is_io() {
                 builder.enable_io();
             }
+            // hyper's timeouts run on tokio's timer.
+            if spec.workload == crate::spec::Workload::Http {
+                builder.enable_time();
+            }
             builder.build().map(TokioRuntime)
         }
 
@@ -244,6 +279,27 @@ mod tokio_rt {
                                 return;
                             }
                         }
+                    });
+                }
+            });
+            Ok(())
+        }
+
+        fn http_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            listener.set_nonblocking(true)?;
+            let listener = {
+                let _guard = self.0.enter();
+                tokio::net::TcpListener::from_std(listener)?
+            };
+            self.0.spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let _ = stream.set_nodelay(true);
+                    tokio::spawn(async move {
+                        let service = hyper::service::service_fn(crate::workloads::http::respond);
+                        let _ = hyper::server::conn::http1::Builder::new()
+                            .timer(hyper_util::rt::TokioTimer::new())
+                            .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                            .await;
                     });
                 }
             });

@@ -50,6 +50,10 @@ pub enum Workload {
     /// A memcached server driven by 64 loopback connections, get/set 9:1:
     /// ns/op, ops/s, p99, server CPU per operation.
     Memcached,
+    /// An HTTP/1.1 server (hyper) driven by 32 keep-alive loopback
+    /// connections, `GET /` of a small body: ns/req, req/s, p99, server CPU
+    /// per request.
+    Http,
     /// Test hook: a child that never answers (checks the deadline kill).
     #[value(hide = true)]
     Hang,
@@ -57,7 +61,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload of the suite, in table order.
-    pub const ALL: [Workload; 11] = [
+    pub const ALL: [Workload; 12] = [
         Workload::Cycle,
         Workload::Yield,
         Workload::Churn,
@@ -69,6 +73,7 @@ impl Workload {
         Workload::Idle,
         Workload::Echo,
         Workload::Memcached,
+        Workload::Http,
     ];
 
     /// The name used on the command line, in tables and in JSON.
@@ -85,6 +90,7 @@ impl Workload {
             Workload::Idle => "idle",
             Workload::Echo => "echo",
             Workload::Memcached => "memcached",
+            Workload::Http => "http",
             Workload::Hang => "hang",
         }
     }
@@ -118,7 +124,7 @@ impl Workload {
     /// Whether the workload does network I/O (only runtimes with a network
     /// API run it).
     pub fn is_io(self) -> bool {
-        matches!(self, Workload::Echo | Workload::Memcached)
+        matches!(self, Workload::Echo | Workload::Memcached | Workload::Http)
     }
 }
 

@@ -128,9 +128,9 @@ impl Config {
     /// only the runtimes with a network API run).
     pub fn runtimes_for(&self, cell: &Cell) -> Vec<RuntimeKind> {
         let mut r = self.runtimes.clone();
-        if cell.workload == Workload::Memcached {
+        if matches!(cell.workload, Workload::Memcached | Workload::Http) {
             r.retain(|&k| !matches!(k, RuntimeKind::AsyncExecutor | RuntimeKind::Monoio));
-            if !self.memcached_installed {
+            if cell.workload == Workload::Http || !self.memcached_installed {
                 r.retain(|&k| k != RuntimeKind::Memcached);
             }
             return r;
@@ -200,6 +200,7 @@ impl Cell {
             (Workload::Idle, None) => crate::workloads::idle::TASKS,
             (Workload::Echo, None) => ECHO_CONNECTIONS,
             (Workload::Memcached, None) => crate::workloads::memcached::CONNECTIONS,
+            (Workload::Http, None) => crate::workloads::http::CONNECTIONS,
             _ => 1,
         }
     }
@@ -214,6 +215,7 @@ impl Cell {
             (Workload::Memcached, None) => {
                 format!("{} conn", crate::workloads::memcached::CONNECTIONS)
             }
+            (Workload::Http, None) => format!("{} conn", crate::workloads::http::CONNECTIONS),
             _ => "1".to_string(),
         }
     }

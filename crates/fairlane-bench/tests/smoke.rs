@@ -398,3 +398,37 @@ fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
         assert!(!seen.iter().any(|(sr, _, _)| sr == r), "{r} ran: {seen:?}");
     }
 }
+
+/// The http workload (a hyper server) reports its four metrics at each
+/// processor count on fairlane (both backends) and tokio; the runtimes
+/// without a network API, monoio and real memcached skip it.
+#[test]
+fn http_runs_on_fairlane_and_tokio_only() {
+    let args = ["--workloads", "http", "--processors", "1,2"];
+    let (out, samples) = run_briefly("http", &args);
+    let mut seen = BTreeSet::new();
+    for s in &samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+        seen.insert((
+            s["runtime"].as_str().unwrap().to_string(),
+            s["processors"].as_u64().unwrap(),
+            s["metric"].as_str().unwrap().to_string(),
+        ));
+    }
+    for r in ["fairlane", "fairlane-fallback", "tokio"] {
+        for p in [1, 2] {
+            for m in ["ns/req", "req/s", "p99", "cpu/req"] {
+                assert!(
+                    seen.contains(&(r.to_string(), p, m.into())),
+                    "no http {m} on {r} at p={p}: {seen:?}"
+                );
+            }
+        }
+    }
+    for r in ["async-executor", "monoio", "memcached"] {
+        assert!(!seen.iter().any(|(sr, _, _)| sr == r), "{r} ran: {seen:?}");
+    }
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(table.contains("| http "), "{table}");
+}

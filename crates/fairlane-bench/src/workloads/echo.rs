@@ -18,10 +18,11 @@
 //! [`crate::runtimes::MonoioEchoServer`]); it runs no other workload.
 //! Runtimes without a network API (async-executor here) are not measured.
 
-use super::server_cpu::{self, ServerCpu, ServerProcess};
-use super::{crashed, start_server, Emit, Load};
+use super::serve::{self, REQUESTS};
+use super::server_cpu::ServerProcess;
+use super::Load;
 use crate::runtimes::BenchRuntime;
-use crate::spec::{ChildSpec, Metric, Outcome};
+use crate::spec::ChildSpec;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -34,75 +35,26 @@ pub const MESSAGE: usize = 64;
 const LOAD_THREAD: &str = "echo-clients";
 
 /// The workload with `rt`'s server ([`BenchRuntime::echo_serve`]).
-pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: super::Emit<'_>) {
     drive(spec, emit, |listener| rt.echo_serve(listener));
 }
 
 /// The workload with the server `start` puts on the listening socket,
-/// returning once it is accepting. What `start` returns (a server that
-/// shuts down when dropped) is dropped after the outcome is emitted, so its
-/// shutdown is teardown, under the child's watchdog.
+/// returning once it is accepting (see [`serve::drive`]).
 pub fn drive<S>(
     spec: &ChildSpec,
-    emit: Emit<'_>,
+    emit: super::Emit<'_>,
     start: impl FnOnce(std::net::TcpListener) -> std::io::Result<S>,
 ) {
-    let (server, addr) = match start_server(start) {
-        Ok(started) => started,
-        Err(outcome) => return emit(outcome),
-    };
     let connections = spec.tasks.max(1);
-    let pin = server_cpu::client_core(spec.processors);
-    let load = Load::new();
-    let client = {
-        let load = load.clone();
-        std::thread::Builder::new()
-            .name(LOAD_THREAD.into())
-            .spawn(move || {
-                if let Some(core) = pin {
-                    server_cpu::pin_thread(0, &[core]);
-                }
-                clients(addr, connections, load)
-            })
-            .expect("start the client thread")
-    };
-    let cpu = ServerCpu::new(&ServerProcess::This, &client);
-    if let Some(p) = pin {
-        let cores: Vec<usize> = (0..p).collect();
-        server_cpu::pin_server(&ServerProcess::This, &cores, LOAD_THREAD);
-    }
-    std::thread::sleep(spec.warmup());
-    load.recording.store(true, Ordering::SeqCst);
-    let start_count = load.requests.load(Ordering::SeqCst);
-    let cpu0 = cpu.read();
-    let start = Instant::now();
-    std::thread::sleep(spec.duration());
-    let done = load.requests.load(Ordering::SeqCst) - start_count;
-    let cpu = cpu.since(cpu0);
-    let elapsed = start.elapsed();
-    load.recording.store(false, Ordering::SeqCst);
-    load.stop.store(true, Ordering::SeqCst);
-    let client_result = client.join();
-    let outcome = match client_result {
-        Ok(Ok(())) if done > 0 => Outcome {
-            metrics: vec![
-                Metric::new("ns/req", elapsed.as_nanos() as f64 / done as f64, "ns"),
-                Metric::new("req/s", done as f64 / elapsed.as_secs_f64(), "/s"),
-                Metric::new("p99", load.p99_us(), "us"),
-                Metric::new(
-                    "cpu/req",
-                    cpu.as_nanos() as f64 / 1000.0 / done as f64,
-                    "us",
-                ),
-            ],
-            ..Outcome::default()
-        },
-        Ok(Ok(())) => crashed("no request completed in the window".into()),
-        Ok(Err(e)) => crashed(format!("client: {e}")),
-        Err(_) => crashed("the client thread panicked".into()),
-    };
-    emit(outcome);
-    drop(server);
+    serve::drive(
+        spec,
+        emit,
+        &REQUESTS,
+        LOAD_THREAD,
+        |listener| start(listener).map(|s| (s, ServerProcess::This)),
+        move |addr, load| clients(addr, connections, load),
+    );
 }
 
 /// The load generator: `connections` closed-loop clients on one thread.
@@ -130,6 +82,7 @@ fn clients(addr: std::net::SocketAddr, connections: usize, load: Arc<Load>) -> s
                 Ok::<(), std::io::Error>(())
             }));
         }
+        load.set_ready();
         Load::join(tasks).await
     })
 }

@@ -22,13 +22,14 @@
 //! load generator to the next one (`sched_setaffinity`), so that they do
 //! not take turns on one core; otherwise nothing is pinned.
 
-use super::server_cpu::{self, ServerCpu, ServerProcess};
-use super::{crashed, start_server, Emit, Load};
+use super::serve::{self, Units};
+use super::server_cpu::ServerProcess;
+use super::{Emit, Load};
 use crate::runtimes::BenchRuntime;
-use crate::spec::{ChildSpec, Metric, Outcome};
-use std::sync::atomic::{AtomicBool, Ordering};
+use crate::spec::ChildSpec;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 /// Client connections.
@@ -42,6 +43,14 @@ pub const VALUE: usize = 64;
 /// keeps 15 bytes).
 const LOAD_THREAD: &str = "mc-load";
 
+/// Units of the workload: operations (a get or a set).
+const OPERATIONS: Units = Units {
+    per: "ns/op",
+    rate: "ops/s",
+    cpu: "cpu/op",
+    what: "operation",
+};
+
 /// The workload with `rt`'s server ([`BenchRuntime::memcached_serve`]).
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
     drive(spec, emit, |listener| {
@@ -51,82 +60,30 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
 }
 
 /// The workload with the server `start` puts on the listening socket (or
-/// on its port), returning once it is accepting. What `start` returns is
-/// dropped after the outcome is emitted.
+/// on its port), returning once it is accepting (see [`serve::drive`]).
 pub fn drive<S>(
     spec: &ChildSpec,
     emit: Emit<'_>,
     start: impl FnOnce(std::net::TcpListener) -> std::io::Result<(S, ServerProcess)>,
 ) {
-    let ((server, process), addr) = match start_server(start) {
-        Ok(started) => started,
-        Err(outcome) => return emit(outcome),
-    };
-    let pin = server_cpu::client_core(spec.processors);
-    let load = Load::new();
-    let ready = Arc::new(AtomicBool::new(false));
     let (connections, seed) = (spec.tasks.max(1), spec.seed);
-    let client = {
-        let (load, ready) = (load.clone(), ready.clone());
-        std::thread::Builder::new()
-            .name(LOAD_THREAD.into())
-            .spawn(move || {
-                if let Some(core) = pin {
-                    server_cpu::pin_thread(0, &[core]);
-                }
-                clients(addr, connections, seed, load, ready)
-            })
-            .expect("start the client thread")
-    };
-    let cpu = ServerCpu::new(&process, &client);
-    if let Some(p) = pin {
-        server_cpu::pin_server(&process, &(0..p).collect::<Vec<_>>(), LOAD_THREAD);
-    }
-    // The keys are stored first, then the warm-up.
-    let preload_deadline = Instant::now() + Duration::from_secs(30);
-    while !ready.load(Ordering::SeqCst) && !client.is_finished() {
-        if Instant::now() > preload_deadline {
-            return emit(crashed("storing the keys took over 30 s".into()));
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    std::thread::sleep(spec.warmup());
-    load.recording.store(true, Ordering::SeqCst);
-    let start_count = load.requests.load(Ordering::SeqCst);
-    let cpu0 = cpu.read();
-    let start = Instant::now();
-    std::thread::sleep(spec.duration());
-    let done = load.requests.load(Ordering::SeqCst) - start_count;
-    let cpu = cpu.since(cpu0);
-    let elapsed = start.elapsed();
-    load.recording.store(false, Ordering::SeqCst);
-    load.stop.store(true, Ordering::SeqCst);
-    let outcome = match client.join() {
-        Ok(Ok(())) if done > 0 => Outcome {
-            metrics: vec![
-                Metric::new("ns/op", elapsed.as_nanos() as f64 / done as f64, "ns"),
-                Metric::new("ops/s", done as f64 / elapsed.as_secs_f64(), "/s"),
-                Metric::new("p99", load.p99_us(), "us"),
-                Metric::new("cpu/op", cpu.as_nanos() as f64 / 1000.0 / done as f64, "us"),
-            ],
-            ..Outcome::default()
-        },
-        Ok(Ok(())) => crashed("no operation completed in the window".into()),
-        Ok(Err(e)) => crashed(format!("client: {e}")),
-        Err(_) => crashed("the client thread panicked".into()),
-    };
-    emit(outcome);
-    drop(server);
+    serve::drive(
+        spec,
+        emit,
+        &OPERATIONS,
+        LOAD_THREAD,
+        start,
+        move |addr, load| clients(addr, connections, seed, load),
+    );
 }
 
-/// The load generator: stores every key, raises `ready`, then runs
-/// `connections` closed-loop clients on this thread.
+/// The load generator: stores every key, then runs `connections`
+/// closed-loop clients on this thread (ready once they are connected).
 fn clients(
     addr: std::net::SocketAddr,
     connections: usize,
     seed: u64,
     load: Arc<Load>,
-    ready: Arc<AtomicBool>,
 ) -> std::io::Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_io()
@@ -134,7 +91,6 @@ fn clients(
     rt.block_on(async move {
         let value = [b'v'; VALUE];
         Client::connect(addr).await?.store_all(&value).await?;
-        ready.store(true, Ordering::SeqCst);
         let mut tasks = Vec::new();
         for i in 0..connections {
             let load = load.clone();
@@ -160,6 +116,7 @@ fn clients(
                 Ok::<(), std::io::Error>(())
             }));
         }
+        load.set_ready();
         Load::join(tasks).await
     })
 }

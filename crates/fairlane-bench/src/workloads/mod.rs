@@ -20,9 +20,11 @@ use std::time::Duration;
 pub mod churn;
 pub mod cycle;
 pub mod echo;
+pub mod http;
 pub mod idle;
 pub mod locality;
 pub mod memcached;
+pub mod serve;
 pub mod server_cpu;
 pub mod spawn;
 pub mod transfer;
@@ -46,6 +48,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         Workload::Idle => idle::run(rt, spec, emit),
         Workload::Echo => echo::run(rt, spec, emit),
         Workload::Memcached => memcached::run(rt, spec, emit),
+        Workload::Http => http::run(rt, spec, emit),
         Workload::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },
@@ -61,23 +64,13 @@ pub(crate) fn crashed(detail: String) -> Outcome {
     }
 }
 
-/// Binds a loopback listener and hands it to `start` (which returns once
-/// its server accepts): the server and the address, or why not.
-pub(crate) fn start_server<S>(
-    start: impl FnOnce(std::net::TcpListener) -> std::io::Result<S>,
-) -> Result<(S, std::net::SocketAddr), Outcome> {
-    let listener =
-        std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| crashed(format!("bind: {e}")))?;
-    let addr = listener.local_addr().expect("bound");
-    let server = start(listener).map_err(|e| crashed(format!("server: {e}")))?;
-    Ok((server, addr))
-}
-
 /// What the closed-loop clients of a server workload share with the
 /// driver thread.
 pub(crate) struct Load {
     /// Requests answered so far.
     pub requests: AtomicU64,
+    /// The clients are connected (and have stored what they need).
+    pub ready: AtomicBool,
     /// The window is open: latencies are recorded.
     pub recording: AtomicBool,
     /// The clients are to stop.
@@ -89,10 +82,16 @@ impl Load {
     pub fn new() -> Arc<Load> {
         Arc::new(Load {
             requests: AtomicU64::new(0),
+            ready: AtomicBool::new(false),
             recording: AtomicBool::new(false),
             stop: AtomicBool::new(false),
             latencies: Mutex::new(Load::histogram()),
         })
+    }
+
+    /// The clients are set up: the warm-up may begin.
+    pub fn set_ready(&self) {
+        self.ready.store(true, Ordering::SeqCst);
     }
 
     /// A histogram of latencies in nanoseconds, for one client to fill.
