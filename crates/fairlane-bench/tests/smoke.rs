@@ -56,6 +56,22 @@ fn run_briefly(name: &str, args: &[&str]) -> (Output, Vec<Value>) {
     (out, samples)
 }
 
+/// Checks that every sample is ok and positive: what was measured, as
+/// (runtime, processors, metric).
+fn every_sample_positive(samples: &[Value]) -> BTreeSet<(String, u64, String)> {
+    let mut seen = BTreeSet::new();
+    for s in samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+        seen.insert((
+            s["runtime"].as_str().unwrap().to_string(),
+            s["processors"].as_u64().unwrap(),
+            s["metric"].as_str().unwrap().to_string(),
+        ));
+    }
+    seen
+}
+
 /// The outcome JSON a child printed.
 fn child(spec: Value) -> Value {
     let out = Command::new(BIN)
@@ -364,16 +380,7 @@ fn help_explains_every_option() {
 fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
     let args = ["--workloads", "memcached", "--processors", "1,2"];
     let (out, samples) = run_briefly("memcached", &args);
-    let mut seen = BTreeSet::new();
-    for s in &samples {
-        assert_eq!(s["status"], "ok", "{s}");
-        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
-        seen.insert((
-            s["runtime"].as_str().unwrap().to_string(),
-            s["processors"].as_u64().unwrap(),
-            s["metric"].as_str().unwrap().to_string(),
-        ));
-    }
+    let seen = every_sample_positive(&samples);
     let installed = std::env::var_os("PATH").is_some_and(|path| {
         std::env::split_paths(&path).any(|dir| dir.join("memcached").is_file())
     });
@@ -406,16 +413,7 @@ fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
 fn http_runs_on_fairlane_and_tokio_only() {
     let args = ["--workloads", "http", "--processors", "1,2"];
     let (out, samples) = run_briefly("http", &args);
-    let mut seen = BTreeSet::new();
-    for s in &samples {
-        assert_eq!(s["status"], "ok", "{s}");
-        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
-        seen.insert((
-            s["runtime"].as_str().unwrap().to_string(),
-            s["processors"].as_u64().unwrap(),
-            s["metric"].as_str().unwrap().to_string(),
-        ));
-    }
+    let seen = every_sample_positive(&samples);
     for r in ["fairlane", "fairlane-fallback", "tokio"] {
         for p in [1, 2] {
             for m in ["ns/req", "req/s", "p99", "cpu/req"] {

@@ -1,14 +1,11 @@
 //! **echo**: a TCP echo server on the runtime under test, driven over
 //! loopback by `tasks` client connections.
 //!
-//! The clients run on one thread of their own (a tokio current-thread
-//! runtime, the same for every runtime measured), each connection in a
-//! closed loop: write a [`MESSAGE`]-byte message, read the echo back, again.
-//! Metrics over the window: `ns/req` (wall time per request, all
-//! connections together: the inverse of throughput), `req/s`, the p99
-//! round-trip latency of one request in microseconds, and `cpu/req`: the
-//! server's CPU time per request in microseconds, with the server and the
-//! clients pinned apart where the cores allow (see [`super::server_cpu`]).
+//! The clients run on one thread of their own (see [`serve::closed_loop`]),
+//! each connection in a closed loop: write a [`MESSAGE`]-byte message, read
+//! the echo back, again. Metrics: as every server workload's (see
+//! [`super::serve`]), per request: `ns/req`, `req/s`, the p99 round trip
+//! and the server's CPU time per request, `cpu/req`.
 //!
 //! The server is the runtime's own: fairlane's `net` (on io_uring or on the
 //! fallback backend, two runtime columns), tokio's `net`, and monoio's `net`
@@ -18,14 +15,11 @@
 //! [`crate::runtimes::MonoioEchoServer`]); it runs no other workload.
 //! Runtimes without a network API (async-executor here) are not measured.
 
-use super::serve::{self, REQUESTS};
+use super::serve::{self, Connection, Load, REQUESTS};
 use super::server_cpu::ServerProcess;
-use super::Load;
 use crate::runtimes::BenchRuntime;
 use crate::spec::ChildSpec;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Bytes per request.
@@ -57,32 +51,27 @@ pub fn drive<S>(
     );
 }
 
-/// The load generator: `connections` closed-loop clients on one thread.
+/// The load generator: `connections` closed-loop clients on this thread.
 fn clients(addr: std::net::SocketAddr, connections: usize, load: Arc<Load>) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()?;
-    rt.block_on(async move {
-        let mut tasks = Vec::new();
+    serve::closed_loop(load, async move {
+        let mut all = Vec::with_capacity(connections);
         for _ in 0..connections {
-            let load = load.clone();
-            let mut stream = tokio::net::TcpStream::connect(addr).await?;
+            let stream = tokio::net::TcpStream::connect(addr).await?;
             stream.set_nodelay(true)?;
-            tasks.push(tokio::spawn(async move {
-                let msg = [7u8; MESSAGE];
-                let mut back = [0u8; MESSAGE];
-                let mut local = Load::histogram();
-                while !load.stop.load(Ordering::Relaxed) {
-                    let t = Instant::now();
-                    stream.write_all(&msg).await?;
-                    stream.read_exact(&mut back).await?;
-                    load.answered(&mut local, t);
-                }
-                load.merge(&local);
-                Ok::<(), std::io::Error>(())
-            }));
+            all.push(Echo(stream));
         }
-        load.set_ready();
-        Load::join(tasks).await
+        Ok(all)
     })
+}
+
+/// One client connection: a message, and its echo read back.
+struct Echo(tokio::net::TcpStream);
+
+impl Connection for Echo {
+    async fn request(&mut self) -> std::io::Result<()> {
+        let mut back = [0u8; MESSAGE];
+        self.0.write_all(&[7u8; MESSAGE]).await?;
+        self.0.read_exact(&mut back).await?;
+        Ok(())
+    }
 }

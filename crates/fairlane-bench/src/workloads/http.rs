@@ -12,23 +12,21 @@
 //! `TokioTimer`. Runtimes without a network API, monoio and real memcached
 //! are not measured.
 //!
-//! The clients run on one thread of their own (a tokio current-thread
-//! runtime, the same for every server), writing the request and reading
-//! the response's head and `Content-Length` body. Metrics: as every
+//! The clients run on one thread of their own (see
+//! [`serve::closed_loop`]), each writing the request and reading the
+//! response's head and `Content-Length` body, checked. Metrics: as every
 //! server workload's (see [`super::serve`]), per request.
 
-use super::serve::{self, REQUESTS};
+use super::serve::{self, Connection, Load, REQUESTS};
 use super::server_cpu::ServerProcess;
-use super::{Emit, Load};
+use super::Emit;
 use crate::runtimes::BenchRuntime;
 use crate::spec::ChildSpec;
 use bytes::Bytes;
 use http_body_util::Full;
 use std::convert::Infallible;
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 /// Client connections.
@@ -63,27 +61,12 @@ pub async fn respond<B>(
 
 /// The load generator: `connections` closed-loop clients on this thread.
 fn clients(addr: std::net::SocketAddr, connections: usize, load: Arc<Load>) -> io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()?;
-    rt.block_on(async move {
-        let mut tasks = Vec::new();
+    serve::closed_loop(load, async move {
+        let mut all = Vec::with_capacity(connections);
         for _ in 0..connections {
-            let load = load.clone();
-            let mut client = Client::connect(addr).await?;
-            tasks.push(tokio::spawn(async move {
-                let mut local = Load::histogram();
-                while !load.stop.load(Ordering::Relaxed) {
-                    let t = Instant::now();
-                    client.get().await?;
-                    load.answered(&mut local, t);
-                }
-                load.merge(&local);
-                Ok::<(), io::Error>(())
-            }));
+            all.push(Client::connect(addr).await?);
         }
-        load.set_ready();
-        Load::join(tasks).await
+        Ok(all)
     })
 }
 
@@ -104,9 +87,20 @@ impl Client {
         })
     }
 
+    /// Reads more of the response.
+    async fn fill(&mut self) -> io::Result<()> {
+        self.buf.reserve(1024);
+        if self.stream.read_buf(&mut self.buf).await? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+}
+
+impl Connection for Client {
     /// One request and its whole response, checked: status 200 and the
     /// body [`BODY`].
-    async fn get(&mut self) -> io::Result<()> {
+    async fn request(&mut self) -> io::Result<()> {
         self.stream.write_all(REQUEST).await?;
         let (head, length) = loop {
             if let Some(end) = self.buf.windows(4).position(|w| w == b"\r\n\r\n") {
@@ -124,15 +118,6 @@ impl Client {
             )));
         }
         self.buf.drain(..head + length);
-        Ok(())
-    }
-
-    /// Reads more of the response.
-    async fn fill(&mut self) -> io::Result<()> {
-        self.buf.reserve(1024);
-        if self.stream.read_buf(&mut self.buf).await? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
         Ok(())
     }
 }

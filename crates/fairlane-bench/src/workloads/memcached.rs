@@ -22,14 +22,12 @@
 //! load generator to the next one (`sched_setaffinity`), so that they do
 //! not take turns on one core; otherwise nothing is pinned.
 
-use super::serve::{self, Units};
+use super::serve::{self, Connection, Load, Units};
 use super::server_cpu::ServerProcess;
-use super::{Emit, Load};
+use super::Emit;
 use crate::runtimes::BenchRuntime;
 use crate::spec::ChildSpec;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
 /// Client connections.
@@ -78,63 +76,44 @@ pub fn drive<S>(
 }
 
 /// The load generator: stores every key, then runs `connections`
-/// closed-loop clients on this thread (ready once they are connected).
+/// closed-loop clients on this thread.
 fn clients(
     addr: std::net::SocketAddr,
     connections: usize,
     seed: u64,
     load: Arc<Load>,
 ) -> std::io::Result<()> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_io()
-        .build()?;
-    rt.block_on(async move {
-        let value = [b'v'; VALUE];
-        Client::connect(addr).await?.store_all(&value).await?;
-        let mut tasks = Vec::new();
+    serve::closed_loop(load, async move {
+        Client::connect(addr, 0).await?.store_all().await?;
+        let mut all = Vec::with_capacity(connections);
         for i in 0..connections {
-            let load = load.clone();
-            let mut c = Client::connect(addr).await?;
-            let mut rng = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            tasks.push(tokio::spawn(async move {
-                let mut local = Load::histogram();
-                while !load.stop.load(Ordering::Relaxed) {
-                    // xorshift64: the key, and one set in ten.
-                    rng ^= rng << 13;
-                    rng ^= rng >> 7;
-                    rng ^= rng << 17;
-                    let key = rng % KEYS;
-                    let t = Instant::now();
-                    if (rng >> 32) % 10 == 0 {
-                        c.set(key, &value).await?;
-                    } else {
-                        c.get(key).await?;
-                    }
-                    load.answered(&mut local, t);
-                }
-                load.merge(&local);
-                Ok::<(), std::io::Error>(())
-            }));
+            let rng = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            all.push(Client::connect(addr, rng).await?);
         }
-        load.set_ready();
-        Load::join(tasks).await
+        Ok(all)
     })
 }
+
+/// Every value stored.
+const VALUE_BYTES: [u8; VALUE] = [b'v'; VALUE];
 
 /// One client connection.
 struct Client {
     stream: tokio::io::BufReader<tokio::net::TcpStream>,
+    /// xorshift64 state: the next key, and whether it is a set.
+    rng: u64,
     line: String,
     request: Vec<u8>,
     value: Vec<u8>,
 }
 
 impl Client {
-    async fn connect(addr: std::net::SocketAddr) -> std::io::Result<Client> {
+    async fn connect(addr: std::net::SocketAddr, rng: u64) -> std::io::Result<Client> {
         let stream = tokio::net::TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         Ok(Client {
             stream: tokio::io::BufReader::new(stream),
+            rng,
             line: String::new(),
             request: Vec::with_capacity(128),
             value: Vec::with_capacity(VALUE + 2),
@@ -170,17 +149,17 @@ impl Client {
         Ok(())
     }
 
-    async fn set(&mut self, key: u64, value: &[u8]) -> std::io::Result<()> {
-        self.push_set(key, value);
+    async fn set(&mut self, key: u64) -> std::io::Result<()> {
+        self.push_set(key, &VALUE_BYTES);
         self.stored(1).await
     }
 
     /// Stores every key, a hundred sets per write.
-    async fn store_all(&mut self, value: &[u8]) -> std::io::Result<()> {
+    async fn store_all(&mut self) -> std::io::Result<()> {
         for batch in (0..KEYS).step_by(100) {
             let keys = batch..(batch + 100).min(KEYS);
             let n = keys.end - keys.start;
-            keys.for_each(|key| self.push_set(key, value));
+            keys.for_each(|key| self.push_set(key, &VALUE_BYTES));
             self.stored(n).await?;
         }
         Ok(())
@@ -203,6 +182,21 @@ impl Client {
                 .ok_or_else(|| std::io::Error::other(format!("get: {line:?}")))?;
             self.value.resize(len + 2, 0);
             self.stream.read_exact(&mut self.value).await?;
+        }
+    }
+}
+
+impl Connection for Client {
+    /// A get, or one time in ten a set, of a random key.
+    async fn request(&mut self) -> std::io::Result<()> {
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let key = self.rng % KEYS;
+        if (self.rng >> 32) % 10 == 0 {
+            self.set(key).await
+        } else {
+            self.get(key).await
         }
     }
 }

@@ -12,9 +12,6 @@
 
 use crate::runtimes::BenchRuntime;
 use crate::spec::{ChildSpec, Outcome, Status, Workload};
-use hdrhistogram::Histogram;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod churn;
@@ -61,75 +58,6 @@ pub(crate) fn crashed(detail: String) -> Outcome {
         status: Status::Crashed,
         detail: Some(detail),
         ..Outcome::default()
-    }
-}
-
-/// What the closed-loop clients of a server workload share with the
-/// driver thread.
-pub(crate) struct Load {
-    /// Requests answered so far.
-    pub requests: AtomicU64,
-    /// The clients are connected (and have stored what they need).
-    pub ready: AtomicBool,
-    /// The window is open: latencies are recorded.
-    pub recording: AtomicBool,
-    /// The clients are to stop.
-    pub stop: AtomicBool,
-    latencies: Mutex<Histogram<u64>>,
-}
-
-impl Load {
-    pub fn new() -> Arc<Load> {
-        Arc::new(Load {
-            requests: AtomicU64::new(0),
-            ready: AtomicBool::new(false),
-            recording: AtomicBool::new(false),
-            stop: AtomicBool::new(false),
-            latencies: Mutex::new(Load::histogram()),
-        })
-    }
-
-    /// The clients are set up: the warm-up may begin.
-    pub fn set_ready(&self) {
-        self.ready.store(true, Ordering::SeqCst);
-    }
-
-    /// A histogram of latencies in nanoseconds, for one client to fill.
-    pub fn histogram() -> Histogram<u64> {
-        Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
-    }
-
-    /// Counts a request answered, started at `started`, and records its
-    /// latency in `local` while the window is open.
-    pub fn answered(&self, local: &mut Histogram<u64>, started: std::time::Instant) {
-        if self.recording.load(Ordering::Relaxed) {
-            let _ = local.record(started.elapsed().as_nanos().max(1) as u64);
-        }
-        self.requests.fetch_add(1, Ordering::Relaxed);
-    }
-
-    /// Waits for every client task; the first error.
-    pub async fn join(
-        tasks: Vec<tokio::task::JoinHandle<std::io::Result<()>>>,
-    ) -> std::io::Result<()> {
-        for t in tasks {
-            t.await.map_err(std::io::Error::other)??;
-        }
-        Ok(())
-    }
-
-    /// Adds one client's latencies.
-    pub fn merge(&self, local: &Histogram<u64>) {
-        self.latencies
-            .lock()
-            .unwrap()
-            .add(local)
-            .expect("same bounds");
-    }
-
-    /// The 99th percentile of the merged latencies, in microseconds.
-    pub fn p99_us(&self) -> f64 {
-        self.latencies.lock().unwrap().value_at_quantile(0.99) as f64 / 1000.0
     }
 }
 

@@ -12,10 +12,13 @@
 //! allow).
 
 use super::server_cpu::{self, ServerCpu, ServerProcess};
-use super::{crashed, Emit, Load};
+use super::{crashed, Emit};
 use crate::spec::{ChildSpec, Metric, Outcome};
-use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use hdrhistogram::Histogram;
+use std::future::Future;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// The names of a server workload's four metrics.
@@ -45,8 +48,7 @@ const SETUP_LIMIT: Duration = Duration::from_secs(30);
 /// its port), returning once it is accepting, under the load `clients`
 /// generates on a thread named `load_thread` (short enough for `comm`: 15
 /// bytes). `clients` gets the server's address and the [`Load`] it reports
-/// to; it calls [`Load::set_ready`] once connected and returns when
-/// [`Load::stop`] is raised. What `start` returns (a server that shuts
+/// to, and runs [`closed_loop`]. What `start` returns (a server that shuts
 /// down when dropped) is dropped after the outcome is emitted, so its
 /// shutdown is teardown, under the child's watchdog.
 pub fn drive<S>(
@@ -54,8 +56,8 @@ pub fn drive<S>(
     emit: Emit<'_>,
     units: &Units,
     load_thread: &'static str,
-    start: impl FnOnce(std::net::TcpListener) -> std::io::Result<(S, ServerProcess)>,
-    clients: impl FnOnce(std::net::SocketAddr, Arc<Load>) -> std::io::Result<()> + Send + 'static,
+    start: impl FnOnce(std::net::TcpListener) -> io::Result<(S, ServerProcess)>,
+    clients: impl FnOnce(std::net::SocketAddr, Arc<Load>) -> io::Result<()> + Send + 'static,
 ) {
     let ((server, process), addr) = match start_server(start) {
         Ok(started) => started,
@@ -124,11 +126,109 @@ pub fn drive<S>(
 /// Binds a loopback listener and hands it to `start` (which returns once
 /// its server accepts): the server and the address, or why not.
 fn start_server<S>(
-    start: impl FnOnce(std::net::TcpListener) -> std::io::Result<S>,
+    start: impl FnOnce(std::net::TcpListener) -> io::Result<S>,
 ) -> Result<(S, std::net::SocketAddr), Outcome> {
     let listener =
         std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| crashed(format!("bind: {e}")))?;
     let addr = listener.local_addr().expect("bound");
     let server = start(listener).map_err(|e| crashed(format!("server: {e}")))?;
     Ok((server, addr))
+}
+
+/// What the closed-loop clients of a server workload share with the
+/// driver thread.
+pub struct Load {
+    /// Units answered so far.
+    requests: AtomicU64,
+    /// The clients are connected (and have stored what they need).
+    ready: AtomicBool,
+    /// The window is open: latencies are recorded.
+    recording: AtomicBool,
+    /// The clients are to stop.
+    stop: AtomicBool,
+    latencies: Mutex<Histogram<u64>>,
+}
+
+impl Load {
+    fn new() -> Arc<Load> {
+        Arc::new(Load {
+            requests: AtomicU64::new(0),
+            ready: AtomicBool::new(false),
+            recording: AtomicBool::new(false),
+            stop: AtomicBool::new(false),
+            latencies: Mutex::new(Load::histogram()),
+        })
+    }
+
+    /// A histogram of latencies in nanoseconds, for one client to fill.
+    fn histogram() -> Histogram<u64> {
+        Histogram::new_with_bounds(1, 60_000_000_000, 3).expect("valid bounds")
+    }
+
+    /// Counts a unit answered, started at `started`, and records its
+    /// latency in `local` while the window is open.
+    fn answered(&self, local: &mut Histogram<u64>, started: Instant) {
+        if self.recording.load(Ordering::Relaxed) {
+            let _ = local.record(started.elapsed().as_nanos().max(1) as u64);
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one client's latencies.
+    fn merge(&self, local: &Histogram<u64>) {
+        self.latencies
+            .lock()
+            .unwrap()
+            .add(local)
+            .expect("same bounds");
+    }
+
+    /// The 99th percentile of the merged latencies, in microseconds.
+    fn p99_us(&self) -> f64 {
+        self.latencies.lock().unwrap().value_at_quantile(0.99) as f64 / 1000.0
+    }
+}
+
+/// One client connection of a server workload.
+pub trait Connection: Send + 'static {
+    /// One unit: a request and its whole reply, checked.
+    fn request(&mut self) -> impl Future<Output = io::Result<()>> + Send;
+}
+
+/// The load generator, on the calling thread: a tokio current-thread
+/// runtime (the same for every server measured) that awaits `connect` (the
+/// connections, and whatever they store first), says the clients are
+/// ready, and runs every connection in a closed loop of
+/// [`Connection::request`]s until the driver stops them. The first error.
+pub fn closed_loop<C: Connection>(
+    load: Arc<Load>,
+    connect: impl Future<Output = io::Result<Vec<C>>>,
+) -> io::Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_io()
+        .build()?;
+    rt.block_on(async move {
+        let tasks: Vec<_> = connect
+            .await?
+            .into_iter()
+            .map(|mut connection| {
+                let load = load.clone();
+                tokio::spawn(async move {
+                    let mut local = Load::histogram();
+                    while !load.stop.load(Ordering::Relaxed) {
+                        let t = Instant::now();
+                        connection.request().await?;
+                        load.answered(&mut local, t);
+                    }
+                    load.merge(&local);
+                    Ok::<(), io::Error>(())
+                })
+            })
+            .collect();
+        load.ready.store(true, Ordering::SeqCst);
+        for t in tasks {
+            t.await.map_err(io::Error::other)??;
+        }
+        Ok(())
+    })
 }
