@@ -166,35 +166,12 @@ impl Stop {
     }
 }
 
-/// xorshift64*: deterministic, allocation-free, good enough to pick slots.
-#[derive(Clone)]
-pub struct Rng(u64);
+pub use fairlane_core::rand::Rng;
 
-impl Rng {
-    /// A generator for task `stream` of a run seeded with `seed`.
-    pub fn new(seed: u64, stream: u64) -> Self {
-        // splitmix64 of the pair, never zero.
-        let mut z = seed ^ stream.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        Rng((z ^ (z >> 31)) | 1)
-    }
-
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform-enough in `0..n` (`n > 0`).
-    #[inline]
-    pub fn below(&mut self, n: usize) -> usize {
-        (((self.next_u64() >> 32) * n as u64) >> 32) as usize
-    }
+/// The generator of task `stream` in a run seeded with `seed`
+/// (deterministic, allocation-free, good enough to pick slots).
+pub fn seeded_rng(seed: u64, stream: u64) -> Rng {
+    Rng::new(seed ^ stream.wrapping_mul(0x9e37_79b9_7f4a_7c15))
 }
 
 static NEXT_WORKER: AtomicUsize = AtomicUsize::new(0);
@@ -230,17 +207,6 @@ pub fn wait_until(limit: Duration, mut cond: impl FnMut() -> bool) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn rng_below_stays_in_range_and_covers_it() {
-        let mut r = Rng::new(7, 3);
-        let mut seen = [false; 5];
-        for _ in 0..1000 {
-            let x = r.below(5);
-            seen[x] = true;
-        }
-        assert!(seen.iter().all(|&s| s));
-    }
 
     #[test]
     fn window_counts_only_its_own_interval_and_waits_for_an_operation() {

@@ -52,6 +52,7 @@ mod idle;
 mod lane;
 mod local;
 mod queue;
+pub mod rand;
 mod resize;
 mod scheduler;
 mod sync;

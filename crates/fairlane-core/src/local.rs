@@ -95,15 +95,13 @@ impl Local {
         }
     }
 
-    /// xorshift64*: the owner's private random numbers.
+    /// The owner's private random numbers ([`crate::rand::step`]).
     #[inline]
     pub(crate) fn random(&self) -> u64 {
         let mut x = self.rng.load(Ordering::Relaxed);
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
+        let r = crate::rand::step(&mut x);
         self.rng.store(x, Ordering::Relaxed);
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+        r
     }
 
     /// Post-increments an owner-only cursor that wraps at `n`.

@@ -12,6 +12,7 @@ use crossbeam_utils::CachePadded;
 use crate::lane::{Lane, LaneInfo, PushOutcome};
 use crate::local::NO_TARGET;
 pub(crate) use crate::local::{bump, Local, RELEASED, REMOVED};
+use crate::rand::below;
 use crate::resize::ResizeLock;
 use crate::sync::{AtomicBool, AtomicUsize, Ordering};
 use crate::{Config, Priority, ProcessorId};
@@ -25,14 +26,6 @@ pub(crate) enum Source {
     Help,
     /// Another processor's lane, taken because this one had no work.
     Steal,
-}
-
-/// A number below `n` made from the low 32 bits of `r` (random, or as good
-/// as random) by a multiply and a shift: no division, unlike `r % n`, and as
-/// even for the small `n` here (processors, lanes).
-#[inline]
-fn below(r: u64, n: usize) -> usize {
-    ((u64::from(r as u32) * n as u64) >> 32) as usize
 }
 
 /// A lane offset within a processor of `normal` normal lanes: its high or
@@ -760,23 +753,6 @@ mod tests {
                     "lane {lane} of nearby processor {i} never drawn: {seen:?}"
                 );
             }
-        }
-    }
-
-    #[test]
-    fn below_stays_below_and_reaches_every_value() {
-        let rng = Local::new(0x9e37_79b9_7f4a_7c15);
-        for n in [1, 2, 3, 5, 7, 64] {
-            let mut seen = alloc::vec![0usize; n];
-            for _ in 0..10_000 {
-                seen[below(rng.random(), n)] += 1;
-            }
-            // Even: every value within a third of its fair share.
-            let fair = 10_000 / n;
-            assert!(
-                seen.iter().all(|&k| k > fair * 2 / 3 && k < fair * 4 / 3),
-                "{n}: {seen:?}"
-            );
         }
     }
 }

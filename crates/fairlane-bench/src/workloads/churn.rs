@@ -7,7 +7,7 @@
 //! operations whose wait blocked (about 50-70%).
 
 use super::{join_all, Emit};
-use crate::harness::{measure, Counters, Rng};
+use crate::harness::{measure, seeded_rng, Counters};
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
 use crate::sync::Semaphore;
@@ -25,7 +25,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
             let (sems, counters) = (sems.clone(), counters.clone());
             spawner.spawn(async move {
                 let slot = counters.slot(i);
-                let mut rng = Rng::new(seed, i as u64);
+                let mut rng = seeded_rng(seed, i as u64);
                 let (mut ops, mut blocked) = (0, 0);
                 let mut skip_post = i < s;
                 loop {

@@ -10,7 +10,7 @@
 //! occupant).
 
 use super::{join_all, Emit};
-use crate::harness::{measure, worker_id, Counters, Rng};
+use crate::harness::{measure, seeded_rng, worker_id, Counters};
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
 use crate::sync::Semaphore;
@@ -34,7 +34,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
             let (spots, sems, counters) = (spots.clone(), sems.clone(), counters.clone());
             spawner.spawn(async move {
                 let slot = counters.slot(i);
-                let mut rng = Rng::new(seed, i as u64);
+                let mut rng = seeded_rng(seed, i as u64);
                 let mut data = vec![0u64; WORDS];
                 let (mut ops, mut moves, mut last_worker) = (0, 0, None);
                 loop {

@@ -25,8 +25,10 @@
 use super::serve::{self, Connection, Load, Units};
 use super::server_cpu::ServerProcess;
 use super::Emit;
+use crate::harness::{seeded_rng, Rng};
 use crate::runtimes::BenchRuntime;
 use crate::spec::ChildSpec;
+use fairlane_core::rand::below;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 
@@ -84,11 +86,13 @@ fn clients(
     load: Arc<Load>,
 ) -> std::io::Result<()> {
     serve::closed_loop(load, async move {
-        Client::connect(addr, 0).await?.store_all().await?;
+        Client::connect(addr, seeded_rng(seed, 0))
+            .await?
+            .store_all()
+            .await?;
         let mut all = Vec::with_capacity(connections);
         for i in 0..connections {
-            let rng = seed ^ (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            all.push(Client::connect(addr, rng).await?);
+            all.push(Client::connect(addr, seeded_rng(seed, i as u64 + 1)).await?);
         }
         Ok(all)
     })
@@ -100,15 +104,15 @@ const VALUE_BYTES: [u8; VALUE] = [b'v'; VALUE];
 /// One client connection.
 struct Client {
     stream: tokio::io::BufReader<tokio::net::TcpStream>,
-    /// xorshift64 state: the next key, and whether it is a set.
-    rng: u64,
+    /// Picks the next key, and whether it is a set.
+    rng: Rng,
     line: String,
     request: Vec<u8>,
     value: Vec<u8>,
 }
 
 impl Client {
-    async fn connect(addr: std::net::SocketAddr, rng: u64) -> std::io::Result<Client> {
+    async fn connect(addr: std::net::SocketAddr, rng: Rng) -> std::io::Result<Client> {
         let stream = tokio::net::TcpStream::connect(addr).await?;
         stream.set_nodelay(true)?;
         Ok(Client {
@@ -189,11 +193,9 @@ impl Client {
 impl Connection for Client {
     /// A get, or one time in ten a set, of a random key.
     async fn request(&mut self) -> std::io::Result<()> {
-        self.rng ^= self.rng << 13;
-        self.rng ^= self.rng >> 7;
-        self.rng ^= self.rng << 17;
-        let key = self.rng % KEYS;
-        if (self.rng >> 32) % 10 == 0 {
+        let r = self.rng.next_u64();
+        let key = below(r, KEYS as usize) as u64;
+        if below(r >> 32, 10) == 0 {
             self.set(key).await
         } else {
             self.get(key).await

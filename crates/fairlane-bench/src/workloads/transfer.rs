@@ -17,7 +17,7 @@
 //! any leader spun, over the whole run, warm-up included).
 
 use super::{join_all, Emit};
-use crate::harness::{measure, Counters, Rng, Stop};
+use crate::harness::{measure, seeded_rng, Counters, Rng, Stop};
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome, Status};
 use crate::sync::Semaphore;
@@ -72,7 +72,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, park: bool, emit: Emit<'_>
     let joins: Vec<_> = (0..n)
         .map(|i| {
             let (sh, counters) = (sh.clone(), counters.clone());
-            let rng = Rng::new(spec.seed, i as u64);
+            let rng = seeded_rng(spec.seed, i as u64);
             spawner.spawn(task::<R>(i, sh, counters, rng))
         })
         .collect();

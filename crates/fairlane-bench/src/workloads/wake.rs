@@ -9,7 +9,7 @@
 //! driver. It is the physical floor the runtimes are compared against.
 
 use super::{join_all, Emit};
-use crate::harness::Rng;
+use crate::harness::seeded_rng;
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
 use crate::sync::Semaphore;
@@ -85,7 +85,7 @@ pub fn floor(spec: &ChildSpec, emit: Emit<'_>) {
 fn sample(spec: &ChildSpec, mut wake: impl FnMut(&mut Instant) -> Option<Instant>) -> Outcome {
     // 1 ns to 100 s at 3 significant digits; longer waits saturate.
     let mut hist = Histogram::<u64>::new_with_bounds(1, 100_000_000_000, 3).expect("valid bounds");
-    let mut rng = Rng::new(spec.seed, 0);
+    let mut rng = seeded_rng(spec.seed, 0);
     let start = Instant::now();
     let end = start + spec.warmup() + spec.duration();
     let mut lost = 0;

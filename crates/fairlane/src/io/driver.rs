@@ -68,7 +68,7 @@ thread_local! {
     static RESUMED: Cell<u8> = const { Cell::new(RESUMED_NO) };
     /// Helping state of this processor thread: the processor it watches,
     /// that one's iteration count when sampled, and a random state.
-    static WATCH: Cell<(usize, u64, u32)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9)) };
+    static WATCH: Cell<(usize, u64, u64)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9_7f4a_7c15)) };
     /// This thread's copy of a driver's engine table for helping: driver
     /// id, the table's version, the engines. Refreshed when the version
     /// changes, so that helping never takes the table's lock (a shared
@@ -673,10 +673,7 @@ impl Driver {
             // (HELP_PERIOD iterations ago) and samples the next one, at
             // random.
             let (watched, seen, mut rng) = WATCH.with(Cell::get);
-            rng ^= rng << 13;
-            rng ^= rng >> 17;
-            rng ^= rng << 5;
-            let mut next = rng as usize % n;
+            let mut next = fairlane_core::rand::below(fairlane_core::rand::step(&mut rng) >> 32, n);
             if next == own.index {
                 next = (next + 1) % n;
             }

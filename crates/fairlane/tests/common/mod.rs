@@ -161,29 +161,8 @@ pub async fn echo_once(stream: &fairlane::net::TcpStream, msg: String) {
     assert_eq!(got, msg, "the echo of {:?}", String::from_utf8_lossy(&msg));
 }
 
-/// xorshift64*: reproducible random numbers without a dependency.
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
-    }
-
-    pub fn next_u64(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// A number in `0..n`.
-    pub fn below(&mut self, n: usize) -> usize {
-        ((self.next_u64() >> 32) % n as u64) as usize
-    }
-}
+/// The workspace's one small random-number generator (xorshift64*).
+pub use fairlane_core::rand::Rng;
 
 /// A binary semaphore that a task (`wait().await`) or a plain thread
 /// (`wait_blocking()`) waits on. The flag and the waker live under one lock,
