@@ -116,6 +116,11 @@ pub struct Cli {
     #[arg(long, value_name = "F")]
     pub fairlane_help_factor: Option<u32>,
 
+    /// fairlane: rounds of a short spin before a processor sleeps, 0
+    /// sleeps at once (default: fairlane's own). For tuning.
+    #[arg(long, value_name = "N")]
+    pub fairlane_spin_rounds: Option<u32>,
+
     /// Time a child gets beyond its planned run time before it is killed.
     #[arg(long, value_parser = parse_duration, default_value = "5s", hide = true)]
     pub child_slack: Duration,

@@ -130,6 +130,9 @@ mod fairlane_rt {
             if let Some(f) = knobs.help_factor_log2 {
                 builder.help_factor_log2(f);
             }
+            if let Some(r) = knobs.spin_rounds {
+                builder.spin_rounds(r);
+            }
             if spec.runtime == crate::spec::RuntimeKind::FairlaneFallback {
                 builder.io_backend(fairlane::io::IoBackend::Fallback);
             }

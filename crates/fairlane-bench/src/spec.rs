@@ -217,6 +217,7 @@ pub struct FairlaneKnobs {
     pub lanes_per_processor: Option<usize>,
     pub help_period: Option<u32>,
     pub help_factor_log2: Option<u32>,
+    pub spin_rounds: Option<u32>,
 }
 
 impl FairlaneKnobs {
@@ -231,6 +232,9 @@ impl FairlaneKnobs {
         }
         if let Some(f) = self.help_factor_log2 {
             parts.push(format!("help_factor_log2={f}"));
+        }
+        if let Some(r) = self.spin_rounds {
+            parts.push(format!("spin_rounds={r}"));
         }
         if parts.is_empty() {
             "defaults".to_string()

@@ -86,6 +86,7 @@ impl Config {
                 lanes_per_processor: cli.fairlane_lanes,
                 help_period: cli.fairlane_help_period,
                 help_factor_log2: cli.fairlane_help_factor,
+                spin_rounds: cli.fairlane_spin_rounds,
             },
             exe: std::env::current_exe()?,
             memcached_installed: crate::runtimes::RealMemcached::program().is_some(),

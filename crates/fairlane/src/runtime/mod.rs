@@ -572,6 +572,22 @@ impl Builder {
         self
     }
 
+    /// Rounds of a short spin (64 pause hints each, looking for work
+    /// between them) a processor makes before it goes to sleep (default
+    /// 4; 0 sleeps at once). Spinning saves a sleep and wake-up when work
+    /// arrives right away, and costs CPU that other threads of a shared
+    /// machine could use when it does not.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(2).spin_rounds(0).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spin_rounds(&mut self, rounds: u32) -> &mut Self {
+        self.config.spin_rounds = rounds;
+        self
+    }
+
     /// How many polls of other classes' tasks a ready normal- or
     /// low-priority task at the head of its lane waits at most on its
     /// processor (default 8; at least 1). See
