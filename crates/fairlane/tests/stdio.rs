@@ -5,7 +5,8 @@
 //! reads (what a blocking read brings beyond them is kept for the next),
 //! the end of the input, lines written through a fresh handle each (in
 //! order, none lost when the handle is dropped), a closed stdout pipe
-//! (`BrokenPipe`, not a hang or a panic), tokio's traits; each on both I/O
+//! (`BrokenPipe`, not a hang or a panic), a prompt with no newline that
+//! reaches the reader before the answer, tokio's traits; each on both I/O
 //! backends. And, in this process, the handles' traits and the errors
 //! outside a runtime.
 
@@ -28,6 +29,7 @@ common::on_both_backends!(
     empty_input_is_the_end,
     lines_through_a_fresh_handle_each,
     a_closed_stdout_pipe_is_an_error,
+    a_prompt_without_a_newline_is_flushed,
     tokio_traits,
 );
 
@@ -156,16 +158,7 @@ fn a_closed_stdout_pipe_is_an_error(backend: IoBackend) {
     let mut child = spawn_child("epipe", backend);
     // Past what the harness prints, then closed: the child's writes fail.
     let mut stdout = child.stdout.take().expect("piped");
-    let mut seen = Vec::new();
-    let mut byte = [0u8; 1];
-    while !seen.ends_with(MARKER) {
-        assert_eq!(
-            stdout.read(&mut byte).expect("read the child's stdout"),
-            1,
-            "no marker"
-        );
-        seen.push(byte[0]);
-    }
+    read_until(&mut stdout, MARKER);
     drop(stdout);
     // Tells the child that its stdout is closed.
     let mut stdin = child.stdin.take().expect("piped");
@@ -195,6 +188,39 @@ fn a_closed_stdout_pipe_is_an_error(backend: IoBackend) {
         stderr.contains("after it: BrokenPipe\n"),
         "stderr:\n{stderr}"
     );
+}
+
+/// Reads the child's stdout until what it read ends with `end`.
+fn read_until(stdout: &mut impl Read, end: &[u8]) -> Vec<u8> {
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !seen.ends_with(end) {
+        let n = stdout.read(&mut byte).expect("read the child's stdout");
+        assert_eq!(n, 1, "the child's stdout ended before {end:?}: {seen:?}");
+        seen.push(byte[0]);
+    }
+    seen
+}
+
+fn a_prompt_without_a_newline_is_flushed(backend: IoBackend) {
+    let mut child = spawn_child("prompt", backend);
+    let mut stdout = child.stdout.take().expect("piped");
+    read_until(&mut stdout, MARKER);
+    // The child waits for the answer: the prompt must have left std's
+    // line buffer without a newline.
+    read_until(&mut stdout, b"name? ");
+    let mut stdin = child.stdin.take().expect("piped");
+    stdin
+        .write_all(b"fairlane\nand more\n")
+        .expect("answer the child");
+    drop(stdin);
+    let mut rest = String::new();
+    stdout
+        .read_to_string(&mut rest)
+        .expect("read the child's stdout");
+    let status = child.wait().expect("wait for the child");
+    assert!(status.success(), "child failed: {status:?}");
+    assert_eq!(rest, "hello, fairlane\n");
 }
 
 fn tokio_traits(backend: IoBackend) {
@@ -276,6 +302,7 @@ fn child() {
             "small" => child_small().await,
             "lines" => child_lines().await,
             "epipe" => child_epipe().await,
+            "prompt" => child_prompt().await,
             "tokio" => child_tokio().await,
             other => panic!("unknown child mode {other:?}"),
         };
@@ -372,6 +399,23 @@ async fn child_epipe() -> String {
         Err(e) => format!("{:?}", e.kind()),
     };
     format!("write error: {kind}\nafter it: {again}\n")
+}
+
+async fn child_prompt() -> String {
+    use futures_lite::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let mut out = fairlane::io::stdout();
+    out.write_all(b"name? ").await.unwrap();
+    out.flush().await.unwrap();
+    let mut name = String::new();
+    BufReader::new(fairlane::io::stdin())
+        .read_line(&mut name)
+        .await
+        .unwrap();
+    out.write_all(format!("hello, {}\n", name.trim_end()).as_bytes())
+        .await
+        .unwrap();
+    out.flush().await.unwrap();
+    "prompt done\n".to_string()
 }
 
 async fn child_tokio() -> String {
