@@ -30,6 +30,7 @@ common::on_both_backends!(
     lines_through_a_fresh_handle_each,
     a_closed_stdout_pipe_is_an_error,
     a_prompt_without_a_newline_is_flushed,
+    queued_writes_survive_shutdown,
     tokio_traits,
 );
 
@@ -223,6 +224,17 @@ fn a_prompt_without_a_newline_is_flushed(backend: IoBackend) {
     assert_eq!(rest, "hello, fairlane\n");
 }
 
+fn queued_writes_survive_shutdown(backend: IoBackend) {
+    let out = run_child("shutdown", backend, Vec::new());
+    let want: String = (0..100).map(|i| format!("line {i}\n")).collect();
+    assert_same(&out.stdout, want.as_bytes());
+    assert!(
+        out.stderr.contains("shut down\n"),
+        "stderr:\n{}",
+        out.stderr
+    );
+}
+
 fn tokio_traits(backend: IoBackend) {
     let input = pattern(200_000);
     let out = run_child("tokio", backend, input.clone());
@@ -283,6 +295,10 @@ fn child() {
     let Ok(mode) = std::env::var(CHILD_ENV) else {
         return;
     };
+    if mode == "shutdown" {
+        child_shutdown();
+        std::process::exit(0);
+    }
     let rt = fairlane::Runtime::builder()
         .processors(2)
         .build()
@@ -310,6 +326,46 @@ fn child() {
         err.flush().await.unwrap();
     });
     std::process::exit(0);
+}
+
+/// Writes lines that wait, queued, behind a blocking closure that holds
+/// the pool's one thread, then shuts the runtime down without waiting for
+/// that closure: the shutdown drops the queued write job, which writes
+/// them.
+fn child_shutdown() {
+    use futures_lite::io::AsyncWriteExt;
+    let rt = fairlane::Runtime::builder()
+        .processors(1)
+        .max_blocking_threads(1)
+        .build()
+        .expect("build runtime");
+    let backend = rt.io_backend();
+    let (release, released) = std::sync::mpsc::channel::<()>();
+    rt.block_on(async move {
+        let mut err = fairlane::io::stderr();
+        err.write_all(format!("backend={backend}\n").as_bytes())
+            .await
+            .unwrap();
+        err.flush().await.unwrap();
+        let mut out = fairlane::io::stdout();
+        out.write_all(MARKER).await.unwrap();
+        out.flush().await.unwrap();
+        let (started, is_started) = std::sync::mpsc::channel();
+        drop(fairlane::task::spawn_blocking(move || {
+            started.send(()).unwrap();
+            let _ = released.recv();
+        }));
+        is_started.recv().unwrap();
+        for i in 0..100 {
+            fairlane::io::stdout()
+                .write_all(format!("line {i}\n").as_bytes())
+                .await
+                .unwrap();
+        }
+    });
+    rt.shutdown_timeout(std::time::Duration::ZERO);
+    drop(release);
+    eprintln!("shut down");
 }
 
 async fn child_echo() -> String {

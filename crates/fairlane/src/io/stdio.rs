@@ -359,10 +359,6 @@ struct WriteState {
     done: u64,
     /// The first error since the last poll that reported one.
     error: Option<io::Error>,
-    /// How many jobs were started; names each job.
-    started: u64,
-    /// The last job dropped without running.
-    unrun: u64,
     wakers: Vec<Waker>,
 }
 
@@ -382,40 +378,27 @@ impl Output {
                 accepted: 0,
                 done: 0,
                 error: None,
-                started: 0,
-                unrun: 0,
                 wakers: Vec::new(),
             }),
         }
     }
 
     /// Starts a job that writes the queue, if none is writing and there is
-    /// something to write. Takes and gives back the lock; `Err` where the
-    /// pool refused the job.
-    fn kick<'a>(
-        &'static self,
-        mut s: MutexGuard<'a, WriteState>,
-    ) -> io::Result<MutexGuard<'a, WriteState>> {
+    /// something to write; unlocks `s`.
+    fn kick(&'static self, mut s: MutexGuard<'_, WriteState>) {
         if s.writing || s.queue.is_empty() {
-            return Ok(s);
+            return;
         }
         s.writing = true;
-        s.started += 1;
         let job = WriteJob {
             out: self,
-            id: s.started,
             taken: 0,
             ran: false,
         };
         drop(s);
         // Outside the lock: a pool that refuses the job drops it here, and
-        // its drop takes the lock.
+        // its drop writes the queue.
         start(move || job.run());
-        let s = lock(&self.state);
-        if s.unrun == s.started && !s.writing {
-            return Err(shut_down(self.which.name()));
-        }
-        Ok(s)
     }
 
     /// Accepts what fits of `data`. `flushing` is the handle's flush in
@@ -441,18 +424,13 @@ impl Output {
         if room == 0 {
             // The job wakes the wakers when it takes the queue.
             register(&mut s.wakers, cx.waker());
-            // A job dropped unrun left the queue full and no one writing.
-            return match self.kick(s) {
-                Ok(_) => Poll::Pending,
-                Err(e) => Poll::Ready(Err(e)),
-            };
+            self.kick(s);
+            return Poll::Pending;
         }
         let n = room.min(data.len());
         s.queue.extend_from_slice(&data[..n]);
         s.accepted += n as u64;
-        // The bytes are accepted: a pool that refuses the job leaves them
-        // queued for the next write or flush, which reports the refusal.
-        drop(self.kick(s));
+        self.kick(s);
         Poll::Ready(Ok(n))
     }
 
@@ -478,13 +456,8 @@ impl Output {
         }
         // The job wakes the wakers when it is done with a batch.
         register(&mut s.wakers, cx.waker());
-        match self.kick(s) {
-            Ok(_) => Poll::Pending,
-            Err(e) => {
-                *target = None;
-                Poll::Ready(Err(e))
-            }
-        }
+        self.kick(s);
+        Poll::Pending
     }
 }
 
@@ -492,12 +465,11 @@ static STDOUT: Output = Output::new(Which::Stdout);
 static STDERR: Output = Output::new(Which::Stderr);
 
 /// Writes its stream's queue, batch after batch, until it finds it empty.
-/// Dropped without running (the runtime shut down), it leaves the queue for
-/// the next write or flush to start another job, and wakes the waiting
-/// tasks.
+/// Dropped without running (the runtime is shutting down, or shut down),
+/// it writes the queue on the thread that drops it: accepted bytes are
+/// written whatever becomes of the runtime.
 struct WriteJob {
     out: &'static Output,
-    id: u64,
     /// Bytes taken from the queue and not yet counted as done.
     taken: usize,
     ran: bool,
@@ -505,6 +477,10 @@ struct WriteJob {
 
 impl WriteJob {
     fn run(mut self) {
+        self.drain();
+    }
+
+    fn drain(&mut self) {
         self.ran = true;
         let mut batch = Vec::new();
         loop {
@@ -540,20 +516,20 @@ impl WriteJob {
 
 impl Drop for WriteJob {
     fn drop(&mut self) {
-        if self.ran && self.taken == 0 {
+        if !self.ran {
+            self.drain();
             return;
         }
-        // Dropped unrun, or unwinding out of a write.
+        if self.taken == 0 {
+            return;
+        }
+        // Unwinding out of a write: the next job writes what is queued.
         let wakers = {
             let mut s = lock(&self.out.state);
             s.writing = false;
             s.done += self.taken as u64;
-            if self.ran {
-                s.error
-                    .get_or_insert_with(|| io::Error::other("the write panicked"));
-            } else {
-                s.unrun = self.id;
-            }
+            s.error
+                .get_or_insert_with(|| io::Error::other("the write panicked"));
             std::mem::take(&mut s.wakers)
         };
         wake_all(wakers);
@@ -575,8 +551,11 @@ macro_rules! write_handle {
         /// flushes that. A write waits only while 64 KiB are queued. So
         /// writes through different handles come out in the order they were
         /// made, and dropping a handle whose bytes are still queued or being
-        /// written loses nothing: they are written all the same (and
-        /// dropping the runtime waits for that). A flush waits until every
+        /// written loses nothing: they are written all the same, and
+        /// shutting the runtime down writes them before it returns (the
+        /// thread that shuts it down writes what no pool thread had begun
+        /// to). Only `std::process::exit` (or a `shutdown_timeout` that
+        /// expires) can leave them unwritten: flush first. A flush waits until every
         /// byte accepted before it began, through any handle, is written;
         /// `close` (tokio's `shutdown`) is a flush, and leaves the
         /// descriptor open.
