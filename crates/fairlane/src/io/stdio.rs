@@ -52,7 +52,7 @@ fn in_runtime() -> bool {
 
 /// Starts `job` on the current runtime's blocking pool, detached. With no
 /// runtime current, or a pool that takes no more work, `job` is dropped
-/// unrun (its drop says so to whoever waits).
+/// unrun (and its drop deals with that).
 fn start(job: impl FnOnce() + Send + 'static) {
     crate::runtime::context::with_current(|h| drop(h.spawn_blocking(job)));
 }
@@ -227,7 +227,8 @@ fn poll_read_stdin(cx: &mut Context<'_>, out: &mut [u8]) -> Poll<io::Result<usiz
 ///
 /// A blocking read cannot be cancelled: a read waiting on a terminal holds
 /// one pool thread until a line arrives, and dropping the runtime waits for
-/// it, as with tokio. For interactive input, read `std::io::stdin()` on a
+/// it, as with tokio (and, as any blocking closure, it keeps a paused clock
+/// from auto-advancing). For interactive input, read `std::io::stdin()` on a
 /// thread of your own, or shut the runtime down with
 /// [`Runtime::shutdown_timeout`](crate::Runtime::shutdown_timeout).
 ///
