@@ -1,6 +1,8 @@
 //! The I/O engine behind [`net`](crate::net), [`fs`](crate::fs) and
 //! [`time`](crate::time): owned buffers, the backend choice, and the driver
-//! that hooks per-processor rings (or pollers) into the scheduler.
+//! that hooks per-processor rings (or pollers) into the scheduler; and the
+//! process's standard streams, [`stdin`], [`stdout`] and [`stderr`], as
+//! tokio's (blocking reads and writes on the blocking pool).
 //!
 //! # Backends
 //! [`IoBackend::IoUring`] gives each processor its own io_uring instance;
@@ -20,6 +22,7 @@ pub(crate) mod driver;
 mod interest;
 pub(crate) mod reactor;
 mod sleep;
+mod stdio;
 pub mod unix;
 pub(crate) mod uring;
 
@@ -36,6 +39,7 @@ use std::io;
 pub(crate) use self::buf::init_slice;
 pub use self::buf::{IoBuf, IoBufMut};
 pub use self::interest::{Interest, Ready};
+pub use self::stdio::{stderr, stdin, stdout, Stderr, Stdin, Stdout};
 
 /// Which engine performs a runtime's I/O.
 ///
