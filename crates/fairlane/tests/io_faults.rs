@@ -371,3 +371,40 @@ fn denied_enter_falls_back() {
 fn ring_setup_failing_after_the_probe_falls_back() {
     child_survives("io_uring_setup", "error=EPERM:when=3+", IoBackend::Fallback);
 }
+
+/// The child of `requested_io_uring_names_the_ring_that_failed`: asks for
+/// io_uring, whose rings cannot be set up, and checks the error. Does
+/// nothing unless run by that test.
+#[test]
+#[ignore = "run under strace by the fault-injection tests of this file"]
+fn faults_child_requested_io_uring() {
+    if std::env::var(CHILD_ENV).is_err() {
+        return;
+    }
+    let err = Runtime::builder()
+        .processors(2)
+        .io_backend(IoBackend::IoUring)
+        .build()
+        .err()
+        .expect("io_uring was asked for and cannot be set up: build must fail");
+    let message = err.to_string();
+    assert!(
+        message.contains("cannot set up the io_uring ring of processor"),
+        "the error does not say which ring failed: {message}"
+    );
+}
+
+/// io_uring asked for (not chosen by the probe) and a ring that cannot be
+/// set up: no fallback, and the error says which processor's ring failed and
+/// why (every `io_uring_setup` from the second on fails, so whether or not
+/// a probe ring comes first, a processor's ring does).
+#[test]
+fn requested_io_uring_names_the_ring_that_failed() {
+    run_child(
+        "io_uring_setup",
+        "error=EPERM:when=2+",
+        "faults_child_requested_io_uring",
+        IoBackend::IoUring,
+        None,
+    );
+}
