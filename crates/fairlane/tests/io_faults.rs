@@ -385,8 +385,7 @@ fn faults_child_requested_io_uring() {
         .processors(2)
         .io_backend(IoBackend::IoUring)
         .build()
-        .err()
-        .expect("io_uring was asked for and cannot be set up: build must fail");
+        .expect_err("io_uring was asked for and cannot be set up: build must fail");
     let message = err.to_string();
     assert!(
         message.contains("cannot set up the io_uring ring of processor"),
