@@ -9,7 +9,9 @@
 //! The protocols are explained beside their code: `queue.md` (lanes, push,
 //! pop, helping, stealing), `idle.md` (idle sleep), `resize.md` (adding and
 //! removing processors while tasks run), `task.md` (the task cell's state
-//! machine, the registry, shutdown).
+//! machine, the registry, shutdown). Two plain data structures a host may
+//! use come with it: [`wheel`], a timer wheel of wakers, and [`rand`], the
+//! scheduler's random-number generator.
 //!
 //! # Example
 //! A library OS runs a cluster on its own threads; here, one processor on a
@@ -57,6 +59,7 @@ mod resize;
 mod scheduler;
 mod sync;
 mod task;
+pub mod wheel;
 
 use core::fmt;
 

@@ -14,6 +14,7 @@ use std::task::{Context, Poll};
 pub use fairlane_core::ProcessorId;
 use fairlane_core::{AffinityError, Host};
 
+pub(crate) mod coop;
 mod join_set;
 pub use join_set::JoinSet;
 mod local;

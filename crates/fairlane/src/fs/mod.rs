@@ -96,8 +96,8 @@ use std::sync::{Arc, OnceLock};
 
 use io_uring::{opcode, squeue};
 
+use crate::io::current_driver;
 use crate::io::{submit_and_wait, IoBackend};
-use crate::net::socket::current_driver;
 use crate::task::JoinHandle;
 
 pub use self::dir::{read_dir, DirEntry, ReadDir};

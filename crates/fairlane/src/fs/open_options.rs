@@ -8,9 +8,9 @@ use std::path::Path;
 use io_uring::{opcode, types};
 
 use super::{blocking, path_cstring, File};
+use crate::io::current_driver;
 use crate::io::uring::Op;
 use crate::io::IoBackend;
-use crate::net::socket::current_driver;
 
 /// How to open a file, as [`std::fs::OpenOptions`] (and
 /// `tokio::fs::OpenOptions`), with the same rules for which combinations

@@ -20,10 +20,11 @@ use slab::Slab;
 use super::reactor::FdState;
 use super::sleep::{SleepState, Unwatched, Work, IN_ENGINE, NO_TIMER, ON_FUTEX};
 use super::uring::{self, OpSlot};
-use super::{coop, IoBackend};
+use super::IoBackend;
+use crate::task::coop;
 use crate::time::clock::Clock;
 use crate::time::idle_check::{Activity, EngineMarks, IdleScan};
-use crate::time::wheel::{TimerKey, Wheel};
+use fairlane_core::wheel::{TimerKey, Wheel};
 
 /// Submissions a processor batches before it flushes regardless.
 pub(crate) const FLUSH_THRESHOLD: u32 = 30;
@@ -946,7 +947,7 @@ impl Driver {
     }
 
     fn fire_timers(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
-        if st.wheel.len() != 0 {
+        if !st.wheel.is_empty() {
             st.wheel.advance(self.now_tick(), fired);
         }
         // Firing only removes timers: no work appears here.

@@ -17,7 +17,6 @@
 
 mod buf;
 pub(crate) mod carry;
-pub(crate) mod coop;
 pub(crate) mod driver;
 mod interest;
 pub(crate) mod reactor;
@@ -110,6 +109,16 @@ pub(crate) fn select(forced: Option<IoBackend>) -> io::Result<IoBackend> {
     };
     tracing::debug!(%backend, reason = %why, "fairlane I/O backend chosen");
     Ok(backend)
+}
+
+/// The driver of the runtime this thread is in: every I/O object and timer
+/// finds its engine through it.
+pub(crate) fn current_driver() -> io::Result<std::sync::Arc<driver::Driver>> {
+    crate::runtime::context::with_current(|h| h.io_driver().clone()).ok_or_else(|| {
+        io::Error::other(
+            "fairlane I/O must be started inside a fairlane runtime (a task or Runtime::block_on)",
+        )
+    })
 }
 
 /// Submits the ring operation `build` makes from `data` (the buffers and

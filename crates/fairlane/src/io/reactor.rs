@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use polling::{Event, Events, PollMode};
 
-use super::coop;
 use super::driver::{eventfd, shut_down_error, Driver, Engine, Proc, State};
+use crate::task::coop;
 
 /// Poller key of the wake-up eventfd.
 const WAKE_KEY: usize = usize::MAX - 1;

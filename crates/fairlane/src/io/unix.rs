@@ -21,11 +21,12 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
+use crate::io::current_driver;
 use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
 use crate::io::uring::Op;
 use crate::io::{Interest, IoBackend, Ready};
-use crate::net::socket::{current_driver, cvt};
+use crate::net::socket::cvt;
 
 /// Waiting for readiness, shared by [`AsyncFd`], the `net` sockets and the
 /// `process` pipes and pidfds.
@@ -39,12 +40,12 @@ pub(crate) mod readiness {
 
     use io_uring::{opcode, types};
 
-    use crate::io::coop;
     use crate::io::driver::Driver;
     use crate::io::reactor::{Direction, Registration};
     use crate::io::uring::Op;
     use crate::io::{Interest, IoBackend, Ready};
     use crate::net::socket::{cvt, set_nonblocking};
+    use crate::task::coop;
 
     /// io_uring: a one-shot `POLL_ADD` on `fd` for `events` (errors and
     /// hang-ups are always reported), not yet awaited.

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::carry::{Carry, Keep, Received};
-use super::coop;
 use super::driver::{eventfd, eventfd_signal, shut_down_error, Driver, Engine, Proc, State};
+use crate::task::coop;
 
 /// `user_data` of the read on the wake-up eventfd.
 const WAKE: u64 = u64::MAX;

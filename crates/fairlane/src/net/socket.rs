@@ -21,16 +21,7 @@ use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
 use crate::io::unix::readiness;
 use crate::io::uring::{self, Op};
-use crate::io::{submit_and_wait, Interest, IoBackend, IoBuf, IoBufMut, Ready};
-
-/// The driver of the runtime this thread is in.
-pub(crate) fn current_driver() -> io::Result<Arc<Driver>> {
-    crate::runtime::context::with_current(|h| h.io_driver().clone()).ok_or_else(|| {
-        io::Error::other(
-            "fairlane I/O must be started inside a fairlane runtime (a task or Runtime::block_on)",
-        )
-    })
-}
+use crate::io::{current_driver, submit_and_wait, Interest, IoBackend, IoBuf, IoBufMut, Ready};
 
 /// Converts a `-1`-on-error system call result.
 pub(crate) fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
@@ -436,7 +427,7 @@ impl Socket {
             // and being woken again (in a request-response exchange, half
             // the task's wake-ups).
             // Only a send that would block goes through the ring.
-            crate::io::coop::proceed().await;
+            crate::task::coop::proceed().await;
             let len = buf.bytes_init() - start;
             // SAFETY: `start <= bytes_init`, so `ptr .. ptr + len` lies in
             // the buffer's initialised bytes, alive across the call.
@@ -578,7 +569,7 @@ impl Socket {
         let new = if self.uring() {
             // A listener that outlived its runtime accepts nothing.
             self.driver.check_live()?;
-            crate::io::coop::proceed().await;
+            crate::task::coop::proceed().await;
             loop {
                 match accept_now() {
                     Ok(new) => break new,

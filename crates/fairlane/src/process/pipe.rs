@@ -95,7 +95,7 @@ impl Pipe {
 
 /// The adopted end of one of a `std::process` child's pipes.
 fn from_std(fd: OwnedFd) -> io::Result<Pipe> {
-    Pipe::new(crate::net::socket::current_driver()?, fd)
+    Pipe::new(crate::io::current_driver()?, fd)
 }
 
 /// The common parts of the three pipe types.

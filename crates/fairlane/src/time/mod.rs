@@ -45,7 +45,6 @@
 pub(crate) mod clock;
 pub(crate) mod idle_check;
 mod instant;
-pub(crate) mod wheel;
 
 /// The atomics of `idle_check`, which its loom model replaces with loom's.
 mod atomics {
@@ -59,9 +58,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::io::coop;
 use crate::io::driver::{Driver, Proc};
-use wheel::TimerKey;
+use crate::task::coop;
+use fairlane_core::wheel::TimerKey;
 
 pub use clock::{advance, pause, resume};
 pub use instant::Instant;
@@ -99,11 +98,6 @@ pub mod error {
             std::io::Error::new(std::io::ErrorKind::TimedOut, e)
         }
     }
-}
-
-/// The driver of the runtime this thread is in, if any.
-fn current_driver() -> Option<Arc<Driver>> {
-    crate::runtime::context::with_current(|h| h.io_driver().clone())
 }
 
 /// Waits until `duration` has passed.
@@ -146,7 +140,7 @@ pub fn sleep(duration: Duration) -> Sleep {
 pub fn sleep_until(deadline: Instant) -> Sleep {
     Sleep {
         deadline,
-        driver: current_driver(),
+        driver: crate::io::current_driver().ok(),
         timer: None,
         elapsed: false,
     }
@@ -255,7 +249,7 @@ impl Sleep {
                 }
             }
             if self.driver.is_none() {
-                self.driver = current_driver();
+                self.driver = crate::io::current_driver().ok();
             }
             let Some(driver) = &self.driver else {
                 panic!(

@@ -9,11 +9,35 @@
 //! deadline order, to the tick. Entries are kept in a slab with intrusive,
 //! index-linked lists per slot, so cancelling is an unlink.
 //!
+//! The wheel is a plain data structure: its owner keeps it behind whatever
+//! lock it needs and turns wall time into ticks; fairlane's I/O driver keeps
+//! one per processor.
+//!
+//! # Example
+//! ```
+//! use core::task::Waker;
+//! use fairlane_core::wheel::Wheel;
+//!
+//! let mut wheel = Wheel::new();
+//! let soon = wheel.insert(10, Waker::noop().clone()).unwrap();
+//! let later = wheel.insert(500, Waker::noop().clone()).unwrap();
+//! assert_eq!(wheel.len(), 2);
+//! assert!(wheel.next_expiration().unwrap() <= 10);
+//!
+//! let mut fired = Vec::new();
+//! wheel.advance(10, &mut fired);
+//! assert_eq!(fired.len(), 1);
+//! assert!(!wheel.is_pending(soon) && wheel.is_pending(later));
+//! wheel.cancel(later);
+//! assert_eq!(wheel.len(), 0);
+//! ```
+//!
 //! Invariant: every entry sits in the slot `slot_of(position)` at level
 //! `level_of(elapsed, position)`, where `position` is its deadline clamped
 //! to the wheel's span; an occupied bit is set exactly for non-empty slots.
 
-use std::task::Waker;
+use alloc::vec::Vec;
+use core::task::Waker;
 
 const LEVELS: usize = 6;
 const SLOT_BITS: u32 = 6;
@@ -39,12 +63,14 @@ struct Entry {
 
 /// A handle to a timer in a [`Wheel`]: its slab index and generation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct TimerKey {
+pub struct TimerKey {
     index: u32,
     generation: u32,
 }
 
-pub(crate) struct Wheel {
+/// A hierarchical timer wheel of wakers, keyed by [`TimerKey`]; see the
+/// [module](self) for how it works and an example.
+pub struct Wheel {
     elapsed: u64,
     heads: [[u32; SLOTS]; LEVELS],
     occupied: [u64; LEVELS],
@@ -61,12 +87,19 @@ fn level_of(elapsed: u64, position: u64) -> usize {
     ((bit / SLOT_BITS) as usize).min(LEVELS - 1)
 }
 
+impl Default for Wheel {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 fn slot_of(position: u64, level: usize) -> usize {
     ((position >> (SLOT_BITS as usize * level)) as usize) & (SLOTS - 1)
 }
 
 impl Wheel {
-    pub(crate) fn new() -> Self {
+    /// An empty wheel at tick 0.
+    pub fn new() -> Self {
         Self {
             elapsed: 0,
             heads: [[NIL; SLOTS]; LEVELS],
@@ -78,13 +111,18 @@ impl Wheel {
     }
 
     /// Number of pending timers.
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.len
+    }
+
+    /// Whether no timer is pending.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 
     /// Adds a timer for tick `deadline`. A deadline not after the wheel's
     /// current time is refused (`None`): the caller treats it as expired.
-    pub(crate) fn insert(&mut self, deadline: u64, waker: Waker) -> Option<TimerKey> {
+    pub fn insert(&mut self, deadline: u64, waker: Waker) -> Option<TimerKey> {
         if deadline <= self.elapsed {
             return None;
         }
@@ -117,7 +155,7 @@ impl Wheel {
     }
 
     /// Whether `key` is still pending (neither fired nor cancelled).
-    pub(crate) fn is_pending(&self, key: TimerKey) -> bool {
+    pub fn is_pending(&self, key: TimerKey) -> bool {
         self.entries
             .get(key.index as usize)
             .is_some_and(|e| e.generation == key.generation && e.linked)
@@ -125,7 +163,7 @@ impl Wheel {
 
     /// Replaces the waker of a pending timer; false if it is no longer
     /// pending.
-    pub(crate) fn set_waker(&mut self, key: TimerKey, waker: &Waker) -> bool {
+    pub fn set_waker(&mut self, key: TimerKey, waker: &Waker) -> bool {
         if !self.is_pending(key) {
             return false;
         }
@@ -137,7 +175,7 @@ impl Wheel {
     }
 
     /// Removes a pending timer; does nothing for one that fired already.
-    pub(crate) fn cancel(&mut self, key: TimerKey) {
+    pub fn cancel(&mut self, key: TimerKey) {
         if self.is_pending(key) {
             self.unlink(key.index);
             self.release(key.index);
@@ -146,7 +184,7 @@ impl Wheel {
 
     /// The tick at which the next timer may be due, if any: a lower bound
     /// (exact for level 0, the start of a slot above).
-    pub(crate) fn next_expiration(&self) -> Option<u64> {
+    pub fn next_expiration(&self) -> Option<u64> {
         (0..LEVELS).find_map(|level| self.next_in_level(level))
     }
 
@@ -170,7 +208,7 @@ impl Wheel {
 
     /// Advances the wheel to tick `now`, pushing the wakers of every timer
     /// due by then onto `fired`, in deadline order.
-    pub(crate) fn advance(&mut self, now: u64, fired: &mut Vec<Waker>) {
+    pub fn advance(&mut self, now: u64, fired: &mut Vec<Waker>) {
         while let Some(next) = self.next_expiration() {
             if next > now {
                 break;
@@ -265,9 +303,13 @@ impl Wheel {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
     use super::*;
-    use std::sync::{Arc, Mutex};
-    use std::task::Wake;
+    use alloc::sync::Arc;
+    use alloc::task::Wake;
+    use alloc::{vec, vec::Vec};
+    use std::sync::Mutex;
 
     struct Record(u64, Arc<Mutex<Vec<u64>>>);
     impl Wake for Record {
@@ -295,7 +337,7 @@ mod tests {
             wheel.insert(d, waker(d, &log)).unwrap();
         }
         let mut now = 0;
-        while wheel.len() > 0 {
+        while !wheel.is_empty() {
             now = wheel.next_expiration().unwrap();
             fire(&mut wheel, now);
         }
