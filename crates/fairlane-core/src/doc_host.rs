@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle as Thread;
 
-use fairlane_core::{Cluster, Config, Host};
+use fairlane_core::{Executor, Config, Host};
 
 std::thread_local! {
     /// The host and processor the calling thread runs, if it is a
@@ -48,7 +48,7 @@ unsafe impl Host for DocHost {
 
 /// A cluster of `processors` processors on a host of its own, with one
 /// spare slot for `add_processor`. Its processors run once `start`ed.
-fn cluster(processors: usize) -> Arc<Cluster<DocHost>> {
+fn cluster(processors: usize) -> Arc<Executor<DocHost>> {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     let mut config = Config::new(processors);
     config.max_processors = processors + 1;
@@ -56,14 +56,14 @@ fn cluster(processors: usize) -> Arc<Cluster<DocHost>> {
         id: NEXT.fetch_add(1, Ordering::Relaxed),
         clock: AtomicU64::new(0),
     };
-    Cluster::new(config, host).expect("a valid configuration")
+    Executor::new(config, host).expect("a valid configuration")
 }
 
 /// Runs `f` on a new thread that is processor `p` of `cluster` meanwhile.
 fn as_processor<R: Send + 'static>(
-    cluster: &Arc<Cluster<DocHost>>,
+    cluster: &Arc<Executor<DocHost>>,
     p: usize,
-    f: impl FnOnce(&Cluster<DocHost>) -> R + Send + 'static,
+    f: impl FnOnce(&Executor<DocHost>) -> R + Send + 'static,
 ) -> Thread<R> {
     let cluster = cluster.clone();
     std::thread::spawn(move || {
@@ -76,19 +76,19 @@ fn as_processor<R: Send + 'static>(
 
 /// Runs processor `p` of `cluster` on a new thread, until the cluster is
 /// shut down (or `p` removed).
-fn start(cluster: &Arc<Cluster<DocHost>>, p: usize) -> Thread<()> {
+fn start(cluster: &Arc<Executor<DocHost>>, p: usize) -> Thread<()> {
     as_processor(cluster, p, move |c| c.run_processor(p))
 }
 
 /// A stand-in for processor `p`, on a new thread, while its own thread
 /// (the caller, in a poll) blocks.
-fn stand_in(cluster: &Arc<Cluster<DocHost>>, p: usize) -> Thread<()> {
+fn stand_in(cluster: &Arc<Executor<DocHost>>, p: usize) -> Thread<()> {
     as_processor(cluster, p, move |c| c.run_stand_in(p))
 }
 
 /// Shuts `cluster` down, waits for its processor threads and ends the
 /// tasks left.
-fn stop(cluster: &Cluster<DocHost>, threads: impl IntoIterator<Item = Thread<()>>) {
+fn stop(cluster: &Executor<DocHost>, threads: impl IntoIterator<Item = Thread<()>>) {
     cluster.shutdown();
     for t in threads {
         t.join().expect("a processor thread panicked");

@@ -18,7 +18,7 @@ use core::task::Waker;
 ///   unit does not matter, but a clock that stands still disables helping.
 /// - [`current_processor`](Host::current_processor) returns `Some(p)` exactly
 ///   on the thread that is running
-///   [`Cluster::run_processor(p)`](crate::Cluster::run_processor) for *this*
+///   [`Executor::run_processor(p)`](crate::Executor::run_processor) for *this*
 ///   cluster.
 /// - [`park`](Host::park) / [`unpark`](Host::unpark) have token semantics, as
 ///   `std::thread::park` does: an `unpark` that comes before the `park` makes

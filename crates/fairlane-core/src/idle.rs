@@ -131,7 +131,7 @@ impl Idle {
     /// Whether processor `p` has committed to sleep and no waker has asked
     /// it to wake since (`sem == ASLEEP`). Acquire: pairs with the release
     /// half of `commit`, so that what `p` did before committing is visible
-    /// to the caller (a host's idle check; see `Cluster::is_asleep`).
+    /// to the caller (a host's idle check; see `Executor::is_asleep`).
     pub(crate) fn is_asleep(&self, p: usize) -> bool {
         self.sem
             .get(p)

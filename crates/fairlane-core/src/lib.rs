@@ -4,7 +4,7 @@
 //! The core knows nothing of threads, clocks or system calls. A host — the
 //! `fairlane` crate on std, or a library OS — implements [`Host`] (time,
 //! parking, which processor the calling thread is) and calls
-//! [`Cluster::run_processor`] once per processor thread.
+//! [`Executor::run_processor`] once per processor thread.
 //!
 //! The protocols are explained beside their code: `queue.md` (lanes, push,
 //! pop, helping, stealing), `idle.md` (idle sleep), `resize.md` (adding and
@@ -18,7 +18,7 @@
 //! host with a counter for a clock and a spin for parking:
 //! ```
 //! use core::sync::atomic::{AtomicU64, Ordering};
-//! use fairlane_core::{Cluster, Config, Host};
+//! use fairlane_core::{Executor, Config, Host};
 //!
 //! struct MyHost(AtomicU64);
 //! // SAFETY: no thread ever claims to be a processor.
@@ -29,7 +29,7 @@
 //!     fn unpark(&self, _: usize) {}
 //! }
 //!
-//! let cluster = Cluster::new(Config::new(1), MyHost(AtomicU64::new(0))).unwrap();
+//! let cluster = Executor::new(Config::new(1), MyHost(AtomicU64::new(0))).unwrap();
 //! let handle = cluster.spawn(async { 6 * 7 });
 //! let c = cluster.clone();
 //! let processor = std::thread::spawn(move || c.run_processor(0));
@@ -90,14 +90,14 @@ pub use scheduler::RemoveError;
 
 /// The scheduler without tasks (ready queue, idle sleep, resizing), exposed
 /// only to its loom models (`tests/loom_idle.rs`, `tests/loom_resize.rs`):
-/// a host runs tasks through [`Cluster`].
+/// a host runs tasks through [`Executor`].
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_scheduler {
     pub use crate::scheduler::{PushError, Scheduler};
 }
 pub use task::{
-    AbortHandle, AffinityError, Cancellable, Cluster, SpawnOptions, TaskHandle, TaskMeta,
+    AbortHandle, AffinityError, Cancellable, Executor, SpawnOptions, TaskHandle, TaskMeta,
     TasksFinished,
 };
 
@@ -316,12 +316,12 @@ impl core::error::Error for ConfigError {}
 /// #     fn park(&self, _: usize) {}
 /// #     fn unpark(&self, _: usize) {}
 /// # }
-/// let cluster = fairlane_core::Cluster::new(fairlane_core::Config::new(2), H(AtomicU64::new(0))).unwrap();
+/// let cluster = fairlane_core::Executor::new(fairlane_core::Config::new(2), H(AtomicU64::new(0))).unwrap();
 /// let ids = cluster.processor_ids();
 /// assert_eq!(ids.len(), 2);
 /// assert_eq!(ids[1].index(), 1);
 /// assert_ne!(ids[0], ids[1]);
-/// let other = fairlane_core::Cluster::new(fairlane_core::Config::new(2), H(AtomicU64::new(0))).unwrap();
+/// let other = fairlane_core::Executor::new(fairlane_core::Config::new(2), H(AtomicU64::new(0))).unwrap();
 /// assert_ne!(other.processor_ids()[0], ids[0]);
 /// assert!(!other.is_live(ids[0]));
 /// ```

@@ -82,7 +82,7 @@ pub(crate) struct ReadyQueue<T> {
     stride: usize,
     /// The closed flag, the resize lock and the active-slot count: read on
     /// every scheduling iteration, written rarely, so one clean shared line.
-    shared: CachePadded<Shared>,
+    shared: CachePadded<QueueShared>,
     /// The active slots, `shared.active_count` of them, in ascending order.
     /// Written only under the resize lock's write side.
     active: Box<[AtomicUsize]>,
@@ -104,7 +104,7 @@ pub(crate) struct ReadyQueue<T> {
     near: Box<[Box<[usize]>]>,
 }
 
-pub(crate) struct Shared {
+pub(crate) struct QueueShared {
     /// Set once, at shutdown; checked under a lane's lock by every push.
     closed: AtomicBool,
     pub(crate) lock: ResizeLock,
@@ -144,7 +144,7 @@ impl<T> ReadyQueue<T> {
             help_period: config.help_period,
             help_factor_log2: config.help_factor_log2,
             steal_attempts: config.steal_attempts,
-            shared: CachePadded::new(Shared {
+            shared: CachePadded::new(QueueShared {
                 closed: AtomicBool::new(false),
                 lock: ResizeLock::new(),
                 active_count: AtomicUsize::new(0),
@@ -176,7 +176,7 @@ impl<T> ReadyQueue<T> {
 
     /// The resize lock.
     #[inline]
-    pub(crate) fn lock(&self) -> &ResizeLock {
+    pub(crate) fn resize_lock(&self) -> &ResizeLock {
         &self.shared.lock
     }
 
@@ -270,7 +270,7 @@ impl<T> ReadyQueue<T> {
         for offset in 0..self.stride {
             let l = p * self.stride + offset;
             let items = self.lanes[l].take_all(&self.info[l]);
-            if offset == self.pinned_offset() {
+            if offset == self.restricted_offset() {
                 restricted.extend(items.into_iter().map(|(item, _)| item));
                 continue;
             }
@@ -291,14 +291,14 @@ impl<T> ReadyQueue<T> {
 
     /// The offset of the restricted lane within a slot.
     #[inline]
-    fn pinned_offset(&self) -> usize {
+    fn restricted_offset(&self) -> usize {
         self.lanes_per_processor + 2
     }
 
     /// Pushes a task restricted to a set of processors onto processor `p`'s
     /// restricted lane, stamped `ts`. Only `p` ever pops it.
-    pub(crate) fn push_pinned(&self, p: usize, item: T, ts: u64) -> Result<bool, T> {
-        let offset = self.pinned_offset();
+    pub(crate) fn push_restricted(&self, p: usize, item: T, ts: u64) -> Result<bool, T> {
+        let offset = self.restricted_offset();
         self.push_to(p, offset..offset + 1, 0, item, ts)
     }
 
@@ -421,19 +421,19 @@ impl<T> ReadyQueue<T> {
         let base = p * self.stride;
         let high = base + self.lanes_per_processor;
         let low = high + 1;
-        let pinned = low + 1;
+        let restricted = low + 1;
         let high_ready = self.info[high].looks_nonempty();
         let low_ready = self.info[low].looks_nonempty();
-        let pinned_ready = self.info[pinned].looks_nonempty();
+        let restricted_ready = self.info[restricted].looks_nonempty();
         if !high_ready && !low_ready {
             Self::reset(&local.low_waited);
-            if let Some(item) = self.pop_normal(p, now, pinned_ready) {
+            if let Some(item) = self.pop_normal(p, now, restricted_ready) {
                 Self::reset(&local.normal_waited);
                 return Some(item);
             }
             return None;
         }
-        let normal_ready = pinned_ready || (base..high).any(|l| self.info[l].looks_nonempty());
+        let normal_ready = restricted_ready || (base..high).any(|l| self.info[l].looks_nonempty());
         let bound = self.priority_bound;
         let order = if low_ready && local.low_waited.load(Ordering::Relaxed) >= bound {
             [Priority::Low, Priority::High, Priority::Normal]
@@ -445,7 +445,7 @@ impl<T> ReadyQueue<T> {
         for class in order {
             let item = match class {
                 Priority::High => self.lanes[high].pop(&self.info[high], now, false),
-                Priority::Normal => self.pop_normal(p, now, pinned_ready),
+                Priority::Normal => self.pop_normal(p, now, restricted_ready),
                 Priority::Low => self.lanes[low].pop(&self.info[low], now, false),
             };
             if let Some(item) = item {
@@ -479,13 +479,13 @@ impl<T> ReadyQueue<T> {
     /// FIFO, so a task that yields in a loop waits behind every task that was
     /// ready before it, whichever lane it landed in. (Plain round-robin
     /// service would let a short lane's tasks run more often.) With
-    /// `pinned`, the restricted lane takes part too: restricted tasks are
+    /// `restricted`, the restricted lane takes part too: restricted tasks are
     /// served as normal-priority ones.
     #[inline]
-    fn pop_normal(&self, p: usize, now: u64, pinned: bool) -> Option<T> {
+    fn pop_normal(&self, p: usize, now: u64, restricted: bool) -> Option<T> {
         let base = p * self.stride;
-        let pinned = pinned.then_some(base + self.pinned_offset());
-        let lanes = (base..base + self.lanes_per_processor).chain(pinned);
+        let restricted = restricted.then_some(base + self.restricted_offset());
+        let lanes = (base..base + self.lanes_per_processor).chain(restricted);
         let mut skip = usize::MAX;
         for _ in lanes.clone() {
             let mut best = usize::MAX;
@@ -591,7 +591,7 @@ impl<T> ReadyQueue<T> {
             let lanes = if q == p {
                 self.stride
             } else {
-                self.pinned_offset()
+                self.restricted_offset()
             };
             for offset in 0..lanes {
                 let l = q * self.stride + offset;
@@ -622,7 +622,7 @@ impl<T> ReadyQueue<T> {
     pub(crate) fn any_visible(&self) -> bool {
         (0..self.processors()).any(|i| {
             let base = self.active_slot(i) * self.stride;
-            (base..base + self.pinned_offset()).any(|l| self.info[l].looks_nonempty())
+            (base..base + self.restricted_offset()).any(|l| self.info[l].looks_nonempty())
         })
     }
 

@@ -2,7 +2,7 @@
 //! short bounded spin, and idle sleep, in that order.
 //!
 //! [`Scheduler`] is generic over the queued item so that the loom models run
-//! this very code with plain integers; [`Cluster`](crate::Cluster) puts tasks
+//! this very code with plain integers; [`Executor`](crate::Executor) puts tasks
 //! in it.
 
 use alloc::vec::Vec;
@@ -73,7 +73,7 @@ impl<T, H: Host> Scheduler<T, H> {
     fn read_side(&self) -> Option<crate::resize::RemoteGuard<'_>> {
         match self.current_processor() {
             Some(_) => None,
-            None => Some(self.queue.lock().read_remote()),
+            None => Some(self.queue.resize_lock().read_remote()),
         }
     }
 
@@ -140,7 +140,7 @@ impl<T, H: Host> Scheduler<T, H> {
         preferred: Option<usize>,
         priority: Priority,
     ) -> Result<(), T> {
-        let _guard = self.queue.lock().read_remote();
+        let _guard = self.queue.resize_lock().read_remote();
         let filled = self
             .queue
             .push_remote(preferred, item, self.host.now(), priority)?;
@@ -163,7 +163,7 @@ impl<T, H: Host> Scheduler<T, H> {
         let here = self.current_processor();
         let _guard = match here {
             Some(_) => None,
-            None => Some(self.queue.lock().read_remote()),
+            None => Some(self.queue.resize_lock().read_remote()),
         };
         let allows = |p: usize| {
             allowed
@@ -174,7 +174,7 @@ impl<T, H: Host> Scheduler<T, H> {
             Some(p) if allows(p) => {
                 let ts = self.queue.local[p].now.load(Ordering::Relaxed);
                 self.queue
-                    .push_pinned(p, item, ts)
+                    .push_restricted(p, item, ts)
                     .map_err(PushError::Closed)?;
                 // Our own lane. While running tasks we will find it; but a
                 // push from inside `Host::park` (an I/O completion or a timer
@@ -200,7 +200,7 @@ impl<T, H: Host> Scheduler<T, H> {
             }
         };
         self.queue
-            .push_pinned(target, item, ts)
+            .push_restricted(target, item, ts)
             .map_err(PushError::Closed)?;
         // Only `target` can take the item, so it is the one to wake, not the
         // idle list's top. The same handshake as `notify_after_push`: the
@@ -251,11 +251,11 @@ impl<T, H: Host> Scheduler<T, H> {
                 now
             };
             may_reuse_clock = false;
-            if self.queue.lock().writer_waiting() {
+            if self.queue.resize_lock().writer_waiting() {
                 // Step aside for a resize (resize.md).
-                self.queue.lock().exit(&local.reading);
+                self.queue.resize_lock().exit(&local.reading);
                 self.queue
-                    .lock()
+                    .resize_lock()
                     .enter(&local.reading, || self.host.relax());
             }
             if self.queue.is_closed() || local.stop.load(Ordering::Acquire) != 0 {
@@ -284,7 +284,7 @@ impl<T, H: Host> Scheduler<T, H> {
             if found.is_none()
                 && !self.queue.is_closed()
                 && local.stop.load(Ordering::Acquire) == 0
-                && !self.queue.lock().writer_waiting()
+                && !self.queue.resize_lock().writer_waiting()
                 && self.idle.commit(p)
             {
                 bump(&local.counters.parks);
@@ -364,7 +364,7 @@ impl<T, H: Host> Scheduler<T, H> {
     /// (its processor is removed or the cluster closed), while its slot
     /// stays taken until `finish`.
     pub fn leave(&self, p: usize) {
-        self.queue.lock().exit(&self.queue.local[p].reading);
+        self.queue.resize_lock().exit(&self.queue.local[p].reading);
     }
 
     /// Called by the thread that ran processor `p` once [`next`](Self::next)
@@ -374,7 +374,7 @@ impl<T, H: Host> Scheduler<T, H> {
     /// `p`'s slot can go to a new processor.
     pub fn finish(&self, p: usize, owner: bool) {
         let local = &self.queue.local[p];
-        self.queue.lock().exit(&local.reading);
+        self.queue.resize_lock().exit(&local.reading);
         if owner && local.stop.load(Ordering::Acquire) & RELEASED == 0 {
             // Release: the slot's reuse (`add`, Acquire) comes after all we did.
             local.occupied.store(false, Ordering::Release);
@@ -417,11 +417,11 @@ impl<T, H: Host> Scheduler<T, H> {
     fn enter_unless_removed(&self, p: usize) -> bool {
         let local = &self.queue.local[p];
         self.queue
-            .lock()
+            .resize_lock()
             .enter(&local.reading, || self.host.relax());
         // After `enter`'s Acquire: a removal made before is visible.
         if self.is_removed(p) {
-            self.queue.lock().exit(&local.reading);
+            self.queue.resize_lock().exit(&local.reading);
             return false;
         }
         true
@@ -466,7 +466,7 @@ impl<T, H: Host> Scheduler<T, H> {
     /// so that two of them resizing at once wait for each other in turn
     /// rather than forever.
     fn resize<R>(&self, f: impl FnOnce(&ReadyQueue<T>) -> R) -> R {
-        let lock = self.queue.lock();
+        let lock = self.queue.resize_lock();
         let me = self.current_processor();
         if let Some(p) = me {
             lock.exit(&self.queue.local[p].reading);

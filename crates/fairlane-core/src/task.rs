@@ -65,20 +65,20 @@ pub struct TaskMeta<H: Host> {
     /// The task's cluster, for the schedule function.
     ///
     /// Changed only by the task itself, while it runs
-    /// ([`Cluster::migrate_current`]), and read only by the schedule
+    /// ([`Executor::migrate_current`]), and read only by the schedule
     /// function, which the cell never calls while the task runs: the task's
     /// state word (AcqRel transitions) orders every write before every later
     /// read, so the cell is never accessed concurrently.
-    cluster: core::cell::UnsafeCell<Arc<Cluster<H>>>,
+    cluster: core::cell::UnsafeCell<Arc<Executor<H>>>,
     /// Abort, finish and background: what the task's handles, its registry
     /// entry and its future share. In the task's own allocation, so that a
     /// spawn allocates once.
     state: TaskState,
     /// Where the task's registry entry is. Written before the task is first
     /// scheduled and by the task itself while it runs
-    /// ([`Cluster::migrate_current`]); read when its future is dropped,
+    /// ([`Executor::migrate_current`]); read when its future is dropped,
     /// which never overlaps a poll. The same ordering argument as `cluster`.
-    registration: core::cell::UnsafeCell<Registration<H>>,
+    registration: core::cell::UnsafeCell<RegistryPlace<H>>,
 }
 
 // SAFETY: every field but `cluster` and `registration` is `Sync`. Those two
@@ -88,14 +88,14 @@ pub struct TaskMeta<H: Host> {
 // task (see the fields' comments), so no two threads access them at once.
 unsafe impl<H: Host> Sync for TaskMeta<H> {}
 
-/// A task's entry in a cluster's registry of live tasks.
-struct Registration<H: Host> {
+/// Where a task is in its cluster's registry of live tasks.
+struct RegistryPlace<H: Host> {
     /// The cluster whose registry holds the entry, when that is not the
     /// task's cluster (it moved: entries stay with the cluster that spawned
-    /// the task, see `Cluster::migrate_current`). `None` for a task that
+    /// the task, see `Executor::migrate_current`). `None` for a task that
     /// never moved, so that a spawn takes one reference on its cluster, not
     /// two.
-    spawned_in: Option<Arc<Cluster<H>>>,
+    spawned_in: Option<Arc<Executor<H>>>,
     /// The registry shard in the low [`SHARD_BITS`] bits, the key in that
     /// shard's slab above them (51 bits: more than any slab can hold, also
     /// where `usize` has 32); [`UNREGISTERED`] until the entry exists. One
@@ -104,14 +104,14 @@ struct Registration<H: Host> {
     entry: u64,
 }
 
-/// `Registration::entry` of a task not (yet) in the registry: its future
+/// `RegistryPlace::entry` of a task not (yet) in the registry: its future
 /// was dropped before `spawn_with` registered it.
 const UNREGISTERED: u64 = u64::MAX;
 
 /// Bits that hold a registry shard index (at most `MAX_PROCESSORS`).
 const SHARD_BITS: u32 = usize::BITS - crate::MAX_PROCESSORS.leading_zeros();
 
-impl<H: Host> Registration<H> {
+impl<H: Host> RegistryPlace<H> {
     fn shard(&self) -> usize {
         (self.entry & ((1 << SHARD_BITS) - 1)) as usize
     }
@@ -124,7 +124,7 @@ impl<H: Host> Registration<H> {
 impl<H: Host> TaskMeta<H> {
     /// The task's cluster; see the field's comment for why this is sound.
     #[inline]
-    fn cluster(&self) -> &Arc<Cluster<H>> {
+    fn cluster(&self) -> &Arc<Executor<H>> {
         // SAFETY: called only from `schedule` (and `migrate_current`, the
         // writer itself), never during a write (see `cluster`).
         unsafe { &*self.cluster.get() }
@@ -138,7 +138,7 @@ impl<H: Host> TaskMeta<H> {
     /// Only while the task is being polled on this thread, or while its
     /// future is being dropped, or before it is first scheduled (see
     /// `registration`).
-    unsafe fn registration(&self) -> (&Cluster<H>, &Registration<H>) {
+    unsafe fn registration(&self) -> (&Executor<H>, &RegistryPlace<H>) {
         // SAFETY: the caller is the only one accessing the two cells now.
         let (cluster, reg) = unsafe { (&*self.cluster.get(), &*self.registration.get()) };
         (reg.spawned_in.as_ref().unwrap_or(cluster), reg)
@@ -178,7 +178,7 @@ impl<H: Host> Schedule for TaskMeta<H> {
 }
 
 /// The schedule function of every task. A closed cluster hands the runnable
-/// back, and it goes to the cluster's graveyard ([`Cluster::bury`]): a wake
+/// back, and it goes to the cluster's graveyard ([`Executor::bury`]): a wake
 /// never drops a future itself.
 fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
     let meta = runnable.metadata();
@@ -186,7 +186,7 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         return schedule_restricted(runnable);
     }
     if let Some(p) = meta.cluster().host().current_processor() {
-        let cluster: *const Cluster<H> = &**meta.cluster();
+        let cluster: *const Executor<H> = &**meta.cluster();
         // SAFETY: by the `Host` contract this thread is inside
         // `cluster.run_processor(p)`, whose `&self` borrow keeps the cluster
         // alive for the whole of this call — also after the push, when the
@@ -235,7 +235,7 @@ fn schedule_restricted<H: Host>(runnable: Runnable<TaskMeta<H>>) {
     }
 }
 
-/// How to spawn a task; see [`Cluster::spawn_with`].
+/// How to spawn a task; see [`Executor::spawn_with`].
 ///
 /// # Example
 /// ```
@@ -245,7 +245,7 @@ fn schedule_restricted<H: Host>(runnable: Runnable<TaskMeta<H>>) {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SpawnOptions {
-    /// A background task: [`Cluster::tasks_finished(false)`](Cluster::tasks_finished)
+    /// A background task: [`Executor::tasks_finished(false)`](Executor::tasks_finished)
     /// does not wait for it.
     pub background: bool,
     /// Its priority class.
@@ -297,7 +297,7 @@ impl core::error::Error for AffinityError {}
 struct TaskState {
     aborted: AtomicBool,
     /// Spawned as a background task: does not keep a graceful shutdown
-    /// waiting (see [`Cluster::tasks_finished`]).
+    /// waiting (see [`Executor::tasks_finished`]).
     background: bool,
     /// Set when the task's future has been dropped (completed or cancelled).
     finished: AtomicBool,
@@ -327,28 +327,31 @@ impl TaskState {
 }
 
 /// A registry entry: the state of a live task.
-struct Entry(NonNull<TaskState>);
+struct RegistryEntry(NonNull<TaskState>);
 
 // SAFETY: `TaskState` is `Sync`, and an entry is only dereferenced under its
 // shard's lock while it is in the registry, that is before the task's future
 // is dropped, so before the task (and the state in it) can be freed.
-unsafe impl Send for Entry {}
+unsafe impl Send for RegistryEntry {}
 
 type Registry = SpinLock<Shard>;
 
 /// One shard of the registry of live tasks.
 #[derive(Default)]
 struct Shard {
-    tasks: Slab<Entry>,
+    tasks: Slab<RegistryEntry>,
     /// How many of `tasks` are background tasks.
     background: usize,
 }
 
-/// One cluster: the ready queue of its tasks (timestamped lanes) and the registry of its live tasks.
+/// The executor of one cluster of processors: the ready queue of its tasks
+/// (timestamped lanes) and the registry of its live tasks. (The `fairlane`
+/// crate's public `Cluster` is the handle a program holds; this is what it
+/// runs on.)
 ///
-/// A host runs a cluster by calling [`run_processor`](Cluster::run_processor)
+/// A host runs a cluster by calling [`run_processor`](Executor::run_processor)
 /// once per processor, each on its own thread, and stops it with
-/// [`shutdown`](Cluster::shutdown) and [`cancel_all`](Cluster::cancel_all).
+/// [`shutdown`](Executor::shutdown) and [`cancel_all`](Executor::cancel_all).
 ///
 /// # Example
 /// The whole life of a cluster on a minimal host (std threads, a counter for
@@ -357,7 +360,7 @@ struct Shard {
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::{Mutex, OnceLock};
 /// use std::thread::Thread;
-/// use fairlane_core::{Cluster, Config, Host};
+/// use fairlane_core::{Executor, Config, Host};
 ///
 /// std::thread_local!(static ME: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) });
 /// struct Threads { clock: AtomicU64, threads: [OnceLock<Thread>; 2] }
@@ -370,7 +373,7 @@ struct Shard {
 /// }
 ///
 /// let host = Threads { clock: AtomicU64::new(0), threads: [OnceLock::new(), OnceLock::new()] };
-/// let cluster = Cluster::new(Config::new(2), host).unwrap();
+/// let cluster = Executor::new(Config::new(2), host).unwrap();
 /// let processors: Vec<_> = (0..2)
 ///     .map(|p| {
 ///         let cluster = cluster.clone();
@@ -395,7 +398,7 @@ struct Shard {
 /// assert!(parked.is_finished());
 /// assert!(cluster.counters(0).polls + cluster.counters(1).polls >= 2);
 /// ```
-pub struct Cluster<H: Host> {
+pub struct Executor<H: Host> {
     sched: Scheduler<Runnable<TaskMeta<H>>, H>,
     /// Live tasks, sharded by spawning processor (the last shard for outside
     /// threads) so that spawns on different processors do not contend.
@@ -416,7 +419,7 @@ struct Graveyard<H: Host> {
     tasks: Vec<Runnable<TaskMeta<H>>>,
 }
 
-impl<H: Host> Cluster<H> {
+impl<H: Host> Executor<H> {
     /// A cluster of `config.processors` processors on `host`.
     ///
     /// # Example
@@ -429,8 +432,8 @@ impl<H: Host> Cluster<H> {
     /// #     fn park(&self, _: usize) {}
     /// #     fn unpark(&self, _: usize) {}
     /// # }
-    /// use fairlane_core::{Cluster, Config};
-    /// let cluster = Cluster::new(Config::new(2), H(AtomicU64::new(0))).unwrap();
+    /// use fairlane_core::{Executor, Config};
+    /// let cluster = Executor::new(Config::new(2), H(AtomicU64::new(0))).unwrap();
     /// assert_eq!(cluster.processors(), 2);
     /// ```
     pub fn new(config: Config, host: H) -> Result<Arc<Self>, ConfigError> {
@@ -612,10 +615,10 @@ impl<H: Host> Cluster<H> {
     /// a.shutdown();
     /// b.shutdown();
     /// threads.into_iter().for_each(|t| t.join().unwrap());
-    /// Cluster::cancel_all_of(&[&*a, &*b]);
+    /// Executor::cancel_all_of(&[&*a, &*b]);
     /// # }
     /// ```
-    pub fn migrate_current(&self, target: &Arc<Cluster<H>>) -> Result<(), AffinityError> {
+    pub fn migrate_current(&self, target: &Arc<Executor<H>>) -> Result<(), AffinityError> {
         let p = self
             .host()
             .current_processor()
@@ -796,7 +799,7 @@ impl<H: Host> Cluster<H> {
     /// use core::future::Future;
     /// use core::pin::Pin;
     /// use core::task::{Context, Poll};
-    /// use fairlane_core::{Cancellable, Cluster, Config, SpawnOptions};
+    /// use fairlane_core::{Cancellable, Executor, Config, SpawnOptions};
     ///
     /// /// Never finishes on its own; says "cancelled" when cancelled.
     /// struct Forever;
@@ -812,7 +815,7 @@ impl<H: Host> Cluster<H> {
     ///     }
     /// }
     ///
-    /// let cluster = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// let cluster = Executor::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
     /// let task = cluster.spawn_cancellable(Forever, SpawnOptions::default()).unwrap();
     /// cluster.shutdown(); // no processor ever ran: the task is still queued
     /// cluster.cancel_all();
@@ -852,7 +855,7 @@ impl<H: Host> Cluster<H> {
             affinity: SpinLock::new(affinity),
             cluster: core::cell::UnsafeCell::new(self.clone()),
             state: TaskState::new(background),
-            registration: core::cell::UnsafeCell::new(Registration {
+            registration: core::cell::UnsafeCell::new(RegistryPlace {
                 spawned_in: None,
                 entry: UNREGISTERED,
             }),
@@ -872,7 +875,9 @@ impl<H: Host> Cluster<H> {
             .with(|w| *w = Some(runnable.waker()));
         let key = self.registry[shard].lock().with(|registry| {
             registry.background += usize::from(background);
-            registry.tasks.insert(Entry(NonNull::from(&meta.state)))
+            registry
+                .tasks
+                .insert(RegistryEntry(NonNull::from(&meta.state)))
         });
         // SAFETY: the task is not scheduled yet: nothing else can reach the
         // cell (see `TaskMeta::registration`).
@@ -1060,8 +1065,8 @@ impl<H: Host> Cluster<H> {
     /// #     fn park(&self, _: usize) {}
     /// #     fn unpark(&self, _: usize) {}
     /// # }
-    /// use fairlane_core::{Cluster, Config};
-    /// let cluster = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// use fairlane_core::{Executor, Config};
+    /// let cluster = Executor::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
     /// assert!(!cluster.is_asleep(0)); // not running, so not asleep
     /// assert!(!cluster.is_asleep(7)); // no such slot
     /// ```
@@ -1158,13 +1163,13 @@ impl<H: Host> Cluster<H> {
     /// #     fn park(&self, _: usize) {}
     /// #     fn unpark(&self, _: usize) {}
     /// # }
-    /// use fairlane_core::{Cluster, Config};
-    /// let a = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
-    /// let b = Cluster::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// use fairlane_core::{Executor, Config};
+    /// let a = Executor::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
+    /// let b = Executor::new(Config::new(1), H(AtomicU64::new(0))).unwrap();
     /// let tasks = [a.spawn(async {}), b.spawn(async {})];
     /// a.shutdown();
     /// b.shutdown();
-    /// Cluster::cancel_all_of(&[&*a, &*b]);
+    /// Executor::cancel_all_of(&[&*a, &*b]);
     /// assert!(tasks.iter().all(|t| t.is_finished()));
     /// ```
     pub fn cancel_all_of(clusters: &[&Self]) {
@@ -1183,13 +1188,13 @@ impl<H: Host> Cluster<H> {
         }
         for shard in self.registry.iter() {
             // The wakers are cloned under the shard's lock, which keeps every
-            // entry's task alive (see `Entry`), and woken after it.
+            // entry's task alive (see `RegistryEntry`), and woken after it.
             let live: Vec<Waker> = shard.lock().with(|shard| {
                 shard
                     .tasks
                     .iter()
                     .filter_map(|(_, entry)| {
-                        // SAFETY: in the registry, under its lock (see `Entry`).
+                        // SAFETY: in the registry, under its lock (see `RegistryEntry`).
                         let state = unsafe { entry.0.as_ref() };
                         state.aborted.store(true, Ordering::Release);
                         state.waker.lock().with(|w| w.clone())
@@ -1417,7 +1422,7 @@ impl<H: Host> Drop for RegistrySlot<H> {
     }
 }
 
-/// See [`Cluster::tasks_finished`].
+/// See [`Executor::tasks_finished`].
 ///
 /// # Example
 /// ```
@@ -1433,7 +1438,7 @@ impl<H: Host> Drop for RegistrySlot<H> {
 /// # }
 /// ```
 pub struct TasksFinished<H: Host> {
-    cluster: Arc<Cluster<H>>,
+    cluster: Arc<Executor<H>>,
     include_background: bool,
 }
 
@@ -1470,7 +1475,7 @@ impl<F: Cancellable, H: Host> Future for Supervised<F, H> {
         // Acquire pairs with the Release in `TaskState::abort` (and in
         // `end_task`, `AbortHandle::abort` and `cancel_all`).
         let aborted = self.slot.state().aborted.load(Ordering::Acquire);
-        // SAFETY: `future` is structurally pinned: it is never moved out of
+        // SAFETY: `future` is structurally restricted: it is never moved out of
         // `self`, and `Supervised` has no `Unpin` impl or `Drop` that moves it.
         let future = unsafe { self.map_unchecked_mut(|s| &mut s.future) };
         if aborted {
@@ -1481,14 +1486,14 @@ impl<F: Cancellable, H: Host> Future for Supervised<F, H> {
 }
 
 /// A task's future that ends its task itself when the task is aborted or
-/// cancelled by shutdown (see [`Cluster::spawn_cancellable`]).
+/// cancelled by shutdown (see [`Executor::spawn_cancellable`]).
 ///
 /// The std runtime's tasks use it to drop the user's future where a panic
 /// in its destructor can be caught and reported through the task's handle:
 /// the task cell (`no_std`) cannot catch panics.
 ///
 /// # Example
-/// See [`Cluster::spawn_cancellable`].
+/// See [`Executor::spawn_cancellable`].
 pub trait Cancellable: Future {
     /// Called once, instead of a poll, when the task has been aborted or
     /// its cluster cancelled; the future is not polled again, and is
@@ -1506,7 +1511,7 @@ impl<F: Future> Future for NoCancelOutput<F> {
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        // SAFETY: the field is structurally pinned: never moved out, and the
+        // SAFETY: the field is structurally restricted: never moved out, and the
         // wrapper has no `Drop` or `Unpin` impl of its own.
         unsafe { self.map_unchecked_mut(|s| &mut s.0) }.poll(cx)
     }

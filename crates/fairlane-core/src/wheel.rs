@@ -47,7 +47,7 @@ const SPAN: u64 = 1 << (SLOT_BITS as u64 * LEVELS as u64);
 const NIL: u32 = u32::MAX;
 
 /// What a timer holds: its deadline and the waker of the task waiting.
-struct Entry {
+struct Timer {
     deadline: u64,
     position: u64,
     waker: Option<Waker>,
@@ -74,7 +74,7 @@ pub struct Wheel {
     elapsed: u64,
     heads: [[u32; SLOTS]; LEVELS],
     occupied: [u64; LEVELS],
-    entries: Vec<Entry>,
+    entries: Vec<Timer>,
     free: Vec<u32>,
     len: usize,
 }
@@ -131,7 +131,7 @@ impl Wheel {
             None => {
                 let i = u32::try_from(self.entries.len()).expect("fewer than 2^32 timers");
                 assert!(i != NIL, "fewer than 2^32 - 1 timers");
-                self.entries.push(Entry {
+                self.entries.push(Timer {
                     deadline: 0,
                     position: 0,
                     waker: None,

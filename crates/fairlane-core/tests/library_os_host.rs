@@ -1,5 +1,5 @@
 //! The core on a host of its own, as a library OS would run it: its own
-//! threads call `Cluster::run_processor`, its own park/unpark (a Mutex and
+//! threads call `Executor::run_processor`, its own park/unpark (a Mutex and
 //! Condvar per processor, not `std::thread::park`) and its own clock (a
 //! counter). Tasks wake each other across processors and from outside
 //! threads; every wake leads to exactly one poll, and shutdown drops every
@@ -14,7 +14,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use fairlane_core::{Cluster, Config, Host};
+use fairlane_core::{Config, Executor, Host};
 
 thread_local! {
     static PROCESSOR: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
@@ -130,7 +130,7 @@ fn a_cluster_on_a_library_os_host_polls_once_per_wake_and_drops_everything() {
             .map(|_| (Mutex::new(false), Condvar::new()))
             .collect(),
     };
-    let cluster = Cluster::new(Config::new(PROCESSORS), host).unwrap();
+    let cluster = Executor::new(Config::new(PROCESSORS), host).unwrap();
     let processors: Vec<_> = (0..PROCESSORS)
         .map(|p| {
             let cluster = cluster.clone();

@@ -23,6 +23,37 @@
 //! - `hyper` (off by default): the streams implement hyper's I/O traits,
 //!   and the module `fairlane::hyper` has hyper's executor and timer.
 //!
+//! # Glossary
+//! One word per concept, in the docs, the prose pages beside the code, and
+//! the code itself:
+//! - **processor**: an OS thread that runs tasks ([`task::ProcessorId`]
+//!   names one). It owns lanes of the ready queue and an I/O engine.
+//! - **cluster**: processors that share one ready queue. A runtime has a
+//!   default cluster and may have named ones ([`Cluster`]); the scheduler
+//!   core's `Executor` is what runs one.
+//! - **lane**: a FIFO of tasks, each stamped with its push time. A
+//!   processor has normal lanes, a high and a low lane, and a restricted lane.
+//! - **helping**: the ready queue's age rule. A processor pops the head of
+//!   another processor's lane when that task has waited much longer than its
+//!   own; **stealing** is the same for an idle processor.
+//! - **restricted**: a task with an affinity ([`task::Builder::affinity`],
+//!   [`task::set_affinity`]) runs only on the processors of its set. It waits
+//!   on the restricted lane of one of them, and helping and stealing pass it
+//!   by.
+//! - **idle sleep**: a processor with nothing to run sleeps in its engine
+//!   until work, a wake-up or its next timer arrives, and no wake-up is lost
+//!   between its last look and its sleep.
+//! - **engine**: a processor's I/O state: its io_uring ring (or epoll poller
+//!   in the fallback backend), its operations and its timer wheel.
+//! - **rescuing**: the I/O driver's counterpart of helping. Another processor
+//!   reaps the engine of a processor stuck in a long poll, so that its
+//!   completions and timers still wake their tasks.
+//! - **budget**: the cooperative budget. A task whose I/O and timer futures
+//!   keep being ready returns to its processor after a bounded number of
+//!   them.
+//! - **background task**: a task that a graceful shutdown does not wait for
+//!   ([`task::Builder::background`]).
+//!
 //! # Limits
 //! Starvation-freedom needs at least one processor that is not stuck in a task
 //! that never yields: with a single processor, nothing can rescue a task queued

@@ -428,7 +428,7 @@ impl fmt::Debug for ShutdownRequested {
 
 /// Spawns `future` on `cluster`, catching its panics.
 pub(crate) fn spawn_on<F>(
-    cluster: &crate::runtime::ClusterRef,
+    cluster: &crate::runtime::ExecutorRef,
     future: F,
     options: fairlane_core::SpawnOptions,
 ) -> Result<JoinHandle<F::Output>, AffinityError>

@@ -30,7 +30,7 @@ common::on_both_backends!(
     dropped_accepts_are_cancelled,
     busy_io_loop_yields,
     host_names_resolve_off_processor,
-    completions_of_a_stuck_processor_are_helped,
+    completions_of_a_stuck_processor_are_rescued,
     work_that_appears_after_the_others_slept_is_watched,
     a_processor_that_resumes_with_work_is_watched,
     io_across_block_in_place,
@@ -534,7 +534,7 @@ fn host_names_resolve_off_processor(backend: IoBackend) {
     });
 }
 
-fn completions_of_a_stuck_processor_are_helped(backend: IoBackend) {
+fn completions_of_a_stuck_processor_are_rescued(backend: IoBackend) {
     let rt = runtime(backend, 2);
     rt.block_on(async {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();

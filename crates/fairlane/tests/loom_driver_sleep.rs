@@ -1,6 +1,6 @@
-//! Loom model of a processor's sleep in its io_uring ring against a helper
+//! Loom model of a processor's sleep in its io_uring ring against a rescuer
 //! that drains other processors' rings and a waker that `unpark`s it
-//! (driver.md, "Who takes a parked processor's events"). If the helper could
+//! (driver.md, "Who takes a parked processor's events"). If the rescuer could
 //! take the wake-up's completion out of the ring while the owner waits
 //! there, the owner would sleep on with nobody left to wake it, which loom
 //! reports as a deadlock.
@@ -9,11 +9,11 @@
 //! `may_drain`, `parked_hint`, `mode`) are the production module
 //! `src/io/sleep.rs`, compiled here with loom's atomics. The steps around
 //! them are transcribed from `Driver::park`, `Driver::drain_other` and
-//! `Proc::notify`; the kernel side (the completion queue, the eventfd and
+//! `ProcessorIo::notify`; the kernel side (the completion queue, the eventfd and
 //! its armed read, a wait in `io_uring_enter`) is a small model of its own.
 //!
 //! The other models check the watch handshake (driver.md, "Sleeping
-//! helpers"): a processor going to sleep watches nobody only if no awake
+//! rescuers"): a processor going to sleep watches nobody only if no awake
 //! processor has work in its engine, and one whose work appears (or that
 //! resumes with work) later wakes it; a sleeper woken so that resumes
 //! running tasks instead hands the duty on. Each is a liveness check: the
@@ -88,7 +88,7 @@ impl Proc {
         }
     }
 
-    /// `Proc::notify`: wakes the wait the owner chose, or leaves both tokens.
+    /// `ProcessorIo::notify`: wakes the wait the owner chose, or leaves both tokens.
     fn notify(&self) {
         match self.sleep.mode() {
             ON_FUTEX => self.futex.store(true, Ordering::SeqCst),
@@ -141,8 +141,8 @@ impl Proc {
         self.reap(&mut st);
     }
 
-    /// `Driver::help` (the look without the lock) and `Driver::drain_other`.
-    fn help(&self) {
+    /// `Driver::rescue` (the look without the lock) and `Driver::drain_other`.
+    fn rescue(&self) {
         if self.sleep.parked_hint() {
             return;
         }
@@ -157,7 +157,7 @@ impl Proc {
 }
 
 /// Every interleaving with up to this many preemptions (loom's bound; the
-/// race needs two: helper after its look, owner after its commit).
+/// race needs two: rescuer after its look, owner after its commit).
 const PREEMPTIONS: usize = 3;
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -167,7 +167,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 }
 
 /// The owner parks once (the core committed it to sleep), a waker unparks
-/// it once, a helper drains its ring once: the park must return.
+/// it once, a rescuer drains its ring once: the park must return.
 #[test]
 fn helper_does_not_swallow_a_parked_owners_wake_up() {
     model(|| {
@@ -176,13 +176,13 @@ fn helper_does_not_swallow_a_parked_owners_wake_up() {
             let proc = proc.clone();
             thread::spawn(move || proc.notify())
         };
-        let helper = {
+        let rescuer = {
             let proc = proc.clone();
-            thread::spawn(move || proc.help())
+            thread::spawn(move || proc.rescue())
         };
         proc.park();
         waker.join().unwrap();
-        helper.join().unwrap();
+        rescuer.join().unwrap();
     });
 }
 
@@ -208,7 +208,7 @@ impl Watched {
         }
     }
 
-    /// `Proc::notify` for a futex sleeper: leaves the token, wakes the wait.
+    /// `ProcessorIo::notify` for a futex sleeper: leaves the token, wakes the wait.
     fn notify(&self) {
         *self.token.lock().unwrap() = true;
         self.token_cv.notify_all();

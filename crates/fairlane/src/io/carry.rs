@@ -38,7 +38,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Poll, Waker};
 
-use super::driver::Proc;
+use super::driver::ProcessorIo;
 use crate::net::socket::SockAddrBuf;
 
 /// What a dropped read's kernel completion delivered.
@@ -115,7 +115,7 @@ struct State {
     reads: usize,
     /// Dropped writes whose completion has not arrived, by processor and
     /// operation key (for `close`).
-    writes: Vec<(Weak<Proc>, usize)>,
+    writes: Vec<(Weak<ProcessorIo>, usize)>,
     /// Tasks waiting for `reads` or `writes` to drain.
     waiters: Vec<Waker>,
     received: VecDeque<Received>,
@@ -300,7 +300,7 @@ impl Carry {
 
     /// The socket is dropped: later completions only free their resources.
     /// Returns the writes still in flight, for the caller to cancel.
-    pub(crate) fn close(&self) -> Vec<(Weak<Proc>, usize)> {
+    pub(crate) fn close(&self) -> Vec<(Weak<ProcessorIo>, usize)> {
         let mut st = self.lock();
         st.closed = true;
         st.received.clear();
@@ -310,7 +310,7 @@ impl Carry {
 
     /// Whether write `key` of `proc` is still in flight. Called under that
     /// processor's engine lock.
-    pub(crate) fn write_in_flight(&self, proc: &Proc, key: usize) -> bool {
+    pub(crate) fn write_in_flight(&self, proc: &ProcessorIo, key: usize) -> bool {
         self.lock()
             .writes
             .iter()
@@ -358,7 +358,7 @@ impl Carry {
 
     /// Write `key` of `proc` had its future dropped while in flight (engine
     /// lock held).
-    pub(crate) fn write_dropped(&self, proc: &Arc<Proc>, key: usize) {
+    pub(crate) fn write_dropped(&self, proc: &Arc<ProcessorIo>, key: usize) {
         let mut st = self.lock();
         st.writes.push((Arc::downgrade(proc), key));
         self.update(&st);
@@ -368,7 +368,7 @@ impl Carry {
     /// it did not send, if any, go first. The waiting tasks go to `fired`.
     pub(crate) fn write_done(
         &self,
-        proc: &Proc,
+        proc: &ProcessorIo,
         key: usize,
         unsent: Option<Vec<u8>>,
         fired: &mut Vec<Waker>,

@@ -29,15 +29,15 @@ use fairlane_core::wheel::{TimerKey, Wheel};
 /// Submissions a processor batches before it flushes regardless.
 pub(crate) const FLUSH_THRESHOLD: u32 = 30;
 /// A processor looks at one other processor's ring every this many
-/// scheduling iterations, to help if that one's owner is busy.
-const HELP_PERIOD: u32 = 256;
+/// scheduling iterations, to rescue if that one's owner is busy.
+const RESCUE_PERIOD: u32 = 256;
 /// In the fallback backend, a busy processor polls its poller without
 /// waiting every this many iterations (a system call each time).
 const POLL_PERIOD: u32 = 16;
-/// A helper's record of a processor it did not sample (it had no work).
+/// A rescuer's record of a processor it did not sample (it had no work).
 const UNSAMPLED: u64 = u64::MAX;
 /// How long a sleeping processor that watches awake processors with work
-/// in their engine waits before it looks at them again, to help one stuck
+/// in their engine waits before it looks at them again, to rescue one stuck
 /// in a long poll (and how long a wait on the futex with operations in
 /// flight but no armed wake-up read lasts).
 const WATCH_PERIOD: Duration = Duration::from_millis(2);
@@ -58,7 +58,7 @@ thread_local! {
     /// `CURRENT`'s driver id and engine as plain values for the per-iteration
     /// hook (no borrow flag, no destructor check); the engine is kept alive
     /// by `CURRENT`, and both are set and cleared together.
-    static CURRENT_RAW: Cell<(usize, *const Proc)> = const { Cell::new((0, std::ptr::null())) };
+    static CURRENT_RAW: Cell<(usize, *const ProcessorIo)> = const { Cell::new((0, std::ptr::null())) };
     /// This processor thread's scheduling iterations (see `poll_own`).
     static ITERATION: Cell<u64> = const { Cell::new(0) };
     /// Whether this processor thread parked since its last `poll_events`
@@ -67,20 +67,20 @@ thread_local! {
     /// `poll_events` only once it runs its loop again, so the next one
     /// knows that the processor resumes running tasks.
     static RESUMED: Cell<u8> = const { Cell::new(RESUMED_NO) };
-    /// Helping state of this processor thread: the processor it watches,
+    /// Rescuing state of this processor thread: the processor it watches,
     /// that one's iteration count when sampled, and a random state.
     static WATCH: Cell<(usize, u64, u64)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9_7f4a_7c15)) };
-    /// This thread's copy of a driver's engine table for helping: driver
+    /// This thread's copy of a driver's engine table for rescuing: driver
     /// id, the table's version, the engines. Refreshed when the version
-    /// changes, so that helping never takes the table's lock (a shared
+    /// changes, so that rescuing never takes the table's lock (a shared
     /// read lock taken every few iterations by every processor costs a
     /// contended atomic read-modify-write each time).
-    static HELP_SNAPSHOT: RefCell<(usize, u64, Vec<Arc<Proc>>)> = const { RefCell::new((0, 0, Vec::new())) };
+    static RESCUE_SNAPSHOT: RefCell<(usize, u64, Vec<Arc<ProcessorIo>>)> = const { RefCell::new((0, 0, Vec::new())) };
 }
 
 struct Current {
     driver: usize,
-    proc: Arc<Proc>,
+    proc: Arc<ProcessorIo>,
 }
 
 /// Marks the calling thread as one that lives until its runtime shuts down
@@ -112,7 +112,7 @@ pub(crate) struct SubmitThread {
 struct SubmitState {
     /// Every engine, by processor index (weak: engines hold this thread's
     /// handle).
-    procs: Vec<Weak<Proc>>,
+    procs: Vec<Weak<ProcessorIo>>,
     /// Processor indices whose rings have entries to submit.
     pending: Vec<usize>,
     /// Rounds of submissions started and finished by the thread; a round
@@ -212,7 +212,7 @@ impl SubmitThread {
             }
             let batch = std::mem::take(&mut st.pending);
             st.rounds_started += 1;
-            let procs: Vec<Option<Arc<Proc>>> = batch
+            let procs: Vec<Option<Arc<ProcessorIo>>> = batch
                 .iter()
                 .map(|&i| st.procs.get(i).and_then(Weak::upgrade))
                 .collect();
@@ -259,23 +259,23 @@ pub(crate) struct Driver {
     epoch: Instant,
     /// Per-processor engines, indexed by processor; grows when a processor
     /// registers with an index not seen before.
-    procs: RwLock<Vec<Arc<Proc>>>,
+    procs: RwLock<Vec<Arc<ProcessorIo>>>,
     /// Round-robin choice of a ring for threads that are not processors.
     foreign: AtomicUsize,
     /// Bumped (under the write lock) whenever `procs` changes: see
-    /// `HELP_SNAPSHOT`.
+    /// `RESCUE_SNAPSHOT`.
     procs_version: AtomicU64,
     shut_down: AtomicBool,
     submit_thread: Arc<SubmitThread>,
     /// The processors that sleep watching nobody (the watch handshake,
     /// driver.md "The watch handshake").
     unwatched: Unwatched,
-    /// This driver, for its engines (`Proc::driver`).
+    /// This driver, for its engines (`ProcessorIo::driver`).
     me: Weak<Driver>,
 }
 
 /// One processor's engine, timers and outstanding operations.
-pub(crate) struct Proc {
+pub(crate) struct ProcessorIo {
     pub(crate) index: usize,
     pub(crate) engine: Engine,
     /// The driver: operations and registrations of a removed processor move
@@ -284,7 +284,7 @@ pub(crate) struct Proc {
     pub(crate) driver: Weak<Driver>,
     state: Mutex<State>,
     /// Whether the owner is parked, until when, on which wait: written by
-    /// the owner under the lock, read by wakers, timer adders and helpers
+    /// the owner under the lock, read by wakers, timer adders and rescuers
     /// (driver.md, "Sleeping").
     sleep: SleepState,
     /// The wake-up token of a wait `ON_FUTEX`: 1 when a wake is pending.
@@ -297,8 +297,8 @@ pub(crate) struct Proc {
     marks: EngineMarks,
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
-    /// The owner's scheduling iterations, published every HELP_PERIOD of
-    /// them (helpers compare; see `poll_own`).
+    /// The owner's scheduling iterations, published every RESCUE_PERIOD of
+    /// them (rescuers compare; see `poll_own`).
     iterations: AtomicU64,
     submit_thread: Arc<SubmitThread>,
 }
@@ -372,14 +372,14 @@ impl Driver {
         self.backend
     }
 
-    fn procs(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<Proc>>> {
+    fn procs(&self) -> std::sync::RwLockReadGuard<'_, Vec<Arc<ProcessorIo>>> {
         self.procs.read().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Processor `p`'s engine, created if `p` is new — or if the processor
     /// that held slot `p` before was removed (its engine stopped): a new
     /// processor in a reused slot gets an engine of its own.
-    fn ensure(&self, p: usize) -> io::Result<Arc<Proc>> {
+    fn ensure(&self, p: usize) -> io::Result<Arc<ProcessorIo>> {
         if let Some(proc) = self.procs().get(p) {
             if !proc.lock().stopped || self.shut_down.load(Ordering::Acquire) {
                 return Ok(proc.clone());
@@ -398,7 +398,7 @@ impl Driver {
     }
 
     /// A fresh engine for slot `index`.
-    fn new_proc(&self, index: usize) -> io::Result<Arc<Proc>> {
+    fn new_proc(&self, index: usize) -> io::Result<Arc<ProcessorIo>> {
         let engine = match self.backend {
             IoBackend::IoUring => Engine::Uring(uring::Ring::new().map_err(|e| {
                 io::Error::new(
@@ -408,7 +408,7 @@ impl Driver {
             })?),
             IoBackend::Fallback => Engine::Poll(super::reactor::Poller::new()?),
         };
-        let proc = Arc::new(Proc {
+        let proc = Arc::new(ProcessorIo {
             index,
             engine,
             driver: self.me.clone(),
@@ -485,7 +485,7 @@ impl Driver {
     }
 
     /// The processor engine of the calling thread, if it is one of ours.
-    pub(crate) fn current(&self) -> Option<Arc<Proc>> {
+    pub(crate) fn current(&self) -> Option<Arc<ProcessorIo>> {
         CURRENT.with(|c| {
             c.borrow()
                 .as_ref()
@@ -506,7 +506,7 @@ impl Driver {
     /// Where an operation started on this thread goes: the calling
     /// processor's own engine (`true`), or for other threads one chosen
     /// round-robin (`false`), used under its lock.
-    pub(crate) fn target(&self) -> io::Result<(Arc<Proc>, bool)> {
+    pub(crate) fn target(&self) -> io::Result<(Arc<ProcessorIo>, bool)> {
         self.check_live()?;
         if let Some(proc) = self.current() {
             return Ok((proc, true));
@@ -516,7 +516,7 @@ impl Driver {
         let procs = self.procs();
         let n = procs.len();
         let start = self.foreign.fetch_add(1, Ordering::Relaxed);
-        let live = |p: &&Arc<Proc>| !p.lock().stopped;
+        let live = |p: &&Arc<ProcessorIo>| !p.lock().stopped;
         let order = || (0..n).map(|i| &procs[(start + i) % n]);
         order()
             .filter(|p| !p.ring_broken())
@@ -529,7 +529,7 @@ impl Driver {
     /// An engine that has not stopped and whose ring did not break, other
     /// than `except`, for what moves off a stopping processor (or a broken
     /// ring): round-robin from the last one chosen.
-    pub(crate) fn live_proc(&self, except: usize) -> io::Result<Arc<Proc>> {
+    pub(crate) fn live_proc(&self, except: usize) -> io::Result<Arc<ProcessorIo>> {
         self.check_live()?;
         let procs = self.procs();
         let n = procs.len();
@@ -574,12 +574,12 @@ impl Driver {
         }
     }
 
-    fn poll_own(&self, proc: &Proc) {
-        // Counted in a thread-local; the shared `iterations`, which helpers
-        // read, is written only every HELP_PERIOD iterations: a line that
+    fn poll_own(&self, proc: &ProcessorIo) {
+        // Counted in a thread-local; the shared `iterations`, which rescuers
+        // read, is written only every RESCUE_PERIOD iterations: a line that
         // other processors read and the owner wrote on every iteration would
-        // cost the owner a cache miss after each of their reads. A helper
-        // therefore sees progress in steps of HELP_PERIOD; an owner that
+        // cost the owner a cache miss after each of their reads. A rescuer
+        // therefore sees progress in steps of RESCUE_PERIOD; an owner that
         // made fewer iterations between two looks may be drained needlessly
         // (harmless: draining takes the owner's lock only if it is free).
         let iteration = ITERATION.with(|c| {
@@ -587,7 +587,7 @@ impl Driver {
             c.set(v);
             v
         });
-        if iteration % u64::from(HELP_PERIOD) == 0 {
+        if iteration % u64::from(RESCUE_PERIOD) == 0 {
             proc.iterations.store(iteration, Ordering::Relaxed);
         }
         let resumed = RESUMED.with(|r| r.replace(RESUMED_NO));
@@ -648,19 +648,19 @@ impl Driver {
             drop(st);
             fired.into_iter().for_each(Waker::wake);
         }
-        if iteration % u64::from(HELP_PERIOD) == 0 {
-            self.help(proc);
+        if iteration % u64::from(RESCUE_PERIOD) == 0 {
+            self.rescue(proc);
         }
     }
 
     /// Looks at one other processor; if its owner has not been through its
     /// loop since the last look (it is stuck in a long poll) and it has
     /// operations or due timers, drains it here: the tasks woken land on the
-    /// helper's lanes. The age rule of the ready queue, counted in the
-    /// helper's own scheduling iterations instead of clock ticks.
-    fn help(&self, own: &Proc) {
+    /// rescuer's lanes. The age rule of the ready queue, counted in the
+    /// rescuer's own scheduling iterations instead of clock ticks.
+    fn rescue(&self, own: &ProcessorIo) {
         let version = self.procs_version.load(Ordering::Acquire);
-        let watched = HELP_SNAPSHOT.with(|snapshot| {
+        let watched = RESCUE_SNAPSHOT.with(|snapshot| {
             let mut snapshot = snapshot.borrow_mut();
             if snapshot.0 != self.id || snapshot.1 != version {
                 *snapshot = (self.id, version, self.procs().clone());
@@ -671,7 +671,7 @@ impl Driver {
                 return None;
             }
             // Each look checks the processor sampled at the previous look
-            // (HELP_PERIOD iterations ago) and samples the next one, at
+            // (RESCUE_PERIOD iterations ago) and samples the next one, at
             // random.
             let (watched, seen, mut rng) = WATCH.with(Cell::get);
             let mut next = fairlane_core::rand::below(fairlane_core::rand::step(&mut rng) >> 32, n);
@@ -680,7 +680,7 @@ impl Driver {
             }
             // Its iteration count (a line its owner writes: a cache miss
             // here) is read only if it has work in its engine; one without
-            // cannot need help at the next look.
+            // cannot need rescue at the next look.
             let sampled = &procs[next];
             let seen_next =
                 if sampled.work.outstanding() != 0 || sampled.work.next_timer() != NO_TIMER {
@@ -719,7 +719,7 @@ impl Driver {
 
     /// Drains another processor's engine (reap, flush, due timers) if its
     /// lock is free; the tasks woken land on the calling processor's lanes.
-    fn drain_other(&self, other: &Proc) {
+    fn drain_other(&self, other: &ProcessorIo) {
         let Some(mut st) = other.try_lock() else {
             return;
         };
@@ -748,14 +748,18 @@ impl Driver {
     /// the processors among `procs`, other than `own`, that a processor
     /// going to sleep must watch (awake, with work in their engine), and
     /// their iteration counts now. It looks at them again after
-    /// `WATCH_PERIOD` and helps those that have not moved (stuck in a long
+    /// `WATCH_PERIOD` and rescues those that have not moved (stuck in a long
     /// poll) and still have work (`drain_other` checks). Called after
     /// `SleepState::choose_watched`, whose fence orders these reads after
     /// the sleeper's flag: a processor whose work appears later sees the
     /// flag and wakes a sleeper (`work_appeared`). Nobody is watched when no awake
     /// processor has work, so a runtime whose awake processors do no I/O
     /// and set no timers leaves its sleepers asleep.
-    fn watch_list(&self, own: &Proc, procs: &[Arc<Proc>]) -> Vec<(Arc<Proc>, u64)> {
+    fn watch_list(
+        &self,
+        own: &ProcessorIo,
+        procs: &[Arc<ProcessorIo>],
+    ) -> Vec<(Arc<ProcessorIo>, u64)> {
         let others = procs.iter().filter(|q| q.index != own.index);
         own.sleep
             .choose_watched(&self.unwatched, others, |q| (&q.sleep, &q.work))
@@ -765,7 +769,7 @@ impl Driver {
     }
 
     /// The announcing half of the watch handshake (driver.md, "Sleeping
-    /// helpers"): work appeared in the engine of processor `from` while it
+    /// rescuers"): work appeared in the engine of processor `from` while it
     /// is awake, or it resumes running tasks with work in its engine. After
     /// its work words were stored, and without any engine's lock: if some
     /// processor may sleep watching nobody, one that does is woken, and
@@ -789,7 +793,7 @@ impl Driver {
     /// `Unwatched::anyone_unwatched`, `needed` (after the fence), then
     /// `Unwatched::claim` over the processors other than `from` and the
     /// wake-up of the one claimed.
-    fn announce(&self, from: usize, needed: impl FnOnce(&[Arc<Proc>]) -> bool) {
+    fn announce(&self, from: usize, needed: impl FnOnce(&[Arc<ProcessorIo>]) -> bool) {
         // The fence and one load, before the table's lock: all it costs
         // while every sleeper watches someone, or nobody sleeps.
         if !self.unwatched.anyone_unwatched() {
@@ -836,7 +840,7 @@ impl Driver {
             // With nothing in the engine, no completion or readiness can
             // arrive there: wait on the futex, the cheaper wake-up. Anyone
             // who puts work in this engine later does so under this lock
-            // and then wakes a futex sleeper (`Proc::wake_if_on_futex`).
+            // and then wakes a futex sleeper (`ProcessorIo::wake_if_on_futex`).
             // A ring whose wake-up read is not armed (arming failed; the
             // reap above tried again) cannot be woken by `unpark`: wait on
             // the futex too, bounded while operations are in flight, since
@@ -931,7 +935,7 @@ impl Driver {
     }
 
     /// Reaps completions, flushes submissions and fires due timers.
-    fn drain_all(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+    fn drain_all(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         match &proc.engine {
             Engine::Uring(ring) => {
                 ring.reap(proc, st, fired);
@@ -946,7 +950,7 @@ impl Driver {
         self.fire_timers(proc, st, fired);
     }
 
-    fn fire_timers(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+    fn fire_timers(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         if !st.wheel.is_empty() {
             st.wheel.advance(self.now_tick(), fired);
         }
@@ -1039,7 +1043,7 @@ impl Driver {
         &self,
         tick: u64,
         waker: &Waker,
-    ) -> io::Result<Option<(Arc<Proc>, TimerKey)>> {
+    ) -> io::Result<Option<(Arc<ProcessorIo>, TimerKey)>> {
         let (proc, local) = self.target()?;
         let mut st = proc.lock();
         if st.stopped {
@@ -1135,7 +1139,7 @@ impl Drop for Driver {
     }
 }
 
-impl Proc {
+impl ProcessorIo {
     pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
         // Poisoning: the state's invariants hold between calls (no user code
         // runs under the lock).

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use polling::{Event, Events, PollMode};
 
-use super::driver::{eventfd, shut_down_error, Driver, Engine, Proc, State};
+use super::driver::{eventfd, shut_down_error, Driver, Engine, ProcessorIo, State};
 use crate::task::coop;
 
 /// Poller key of the wake-up eventfd.
@@ -48,7 +48,7 @@ pub(crate) struct FdState {
     /// The engine the descriptor is registered with and its key in that
     /// engine's `fds`; `None` once the registration dropped. Moves when the
     /// engine's processor is removed ([`rehome`]).
-    home: Mutex<Option<(Arc<Proc>, usize)>>,
+    home: Mutex<Option<(Arc<ProcessorIo>, usize)>>,
     inner: Mutex<FdInner>,
 }
 
@@ -75,7 +75,7 @@ impl FdState {
         self.inner.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn home(&self) -> std::sync::MutexGuard<'_, Option<(Arc<Proc>, usize)>> {
+    fn home(&self) -> std::sync::MutexGuard<'_, Option<(Arc<ProcessorIo>, usize)>> {
         self.home.lock().unwrap_or_else(|e| e.into_inner())
     }
 
@@ -219,9 +219,9 @@ pub(crate) struct Registration {
 /// Registers `state`'s descriptor with `proc`'s poller and records it as its
 /// home; `home` is `state`'s home lock, held by the caller.
 fn register(
-    proc: Arc<Proc>,
+    proc: Arc<ProcessorIo>,
     state: &Arc<FdState>,
-    home: &mut Option<(Arc<Proc>, usize)>,
+    home: &mut Option<(Arc<ProcessorIo>, usize)>,
 ) -> io::Result<()> {
     let Engine::Poll(poller) = &proc.engine else {
         return Err(io::Error::other("not a fallback runtime"));
@@ -264,7 +264,12 @@ fn register(
 /// descriptor's current readiness, and a waiter that looks before that sees
 /// its tick moved. With no live engine left (shutdown), waiters see the
 /// runtime shut down.
-pub(crate) fn rehome(driver: &Driver, from: &Proc, state: &Arc<FdState>, fired: &mut Vec<Waker>) {
+pub(crate) fn rehome(
+    driver: &Driver,
+    from: &ProcessorIo,
+    state: &Arc<FdState>,
+    fired: &mut Vec<Waker>,
+) {
     let mut home = state.home();
     match home.as_ref() {
         Some((proc, _)) if std::ptr::eq(Arc::as_ptr(proc), from) => {}

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 use io_uring::{opcode, squeue, types, IoUring};
 
 use super::carry::{Carry, Keep, Received};
-use super::driver::{eventfd, eventfd_signal, shut_down_error, Driver, Engine, Proc, State};
+use super::driver::{eventfd, eventfd_signal, shut_down_error, Driver, Engine, ProcessorIo, State};
 use crate::task::coop;
 
 /// `user_data` of the read on the wake-up eventfd.
@@ -89,11 +89,11 @@ pub(crate) trait Orphan: Send {
     /// The completion arrived: closes a descriptor it produced, hands what a
     /// socket must keep to its carry (wakers of tasks waiting there go to
     /// `fired`), and frees the rest. Runs under the engine's lock.
-    fn finish(self: Box<Self>, proc: &Proc, key: usize, result: i32, fired: &mut Vec<Waker>);
+    fn finish(self: Box<Self>, proc: &ProcessorIo, key: usize, result: i32, fired: &mut Vec<Waker>);
     /// The completion will never be reaped (the engine stopped): the
     /// resources are leaked, never freed, since the kernel may still use
     /// them; a carry learns that nothing will come.
-    fn leak(self: Box<Self>, proc: &Proc, key: usize, fired: &mut Vec<Waker>);
+    fn leak(self: Box<Self>, proc: &ProcessorIo, key: usize, fired: &mut Vec<Waker>);
 }
 
 /// The resources of a dropped [`Op`] and what becomes of them.
@@ -104,7 +104,13 @@ struct Orphaned<T> {
 }
 
 impl<T: Send + 'static> Orphan for Orphaned<T> {
-    fn finish(self: Box<Self>, proc: &Proc, key: usize, result: i32, fired: &mut Vec<Waker>) {
+    fn finish(
+        self: Box<Self>,
+        proc: &ProcessorIo,
+        key: usize,
+        result: i32,
+        fired: &mut Vec<Waker>,
+    ) {
         let Orphaned {
             data,
             fd_result,
@@ -136,7 +142,7 @@ impl<T: Send + 'static> Orphan for Orphaned<T> {
         }
     }
 
-    fn leak(self: Box<Self>, proc: &Proc, key: usize, fired: &mut Vec<Waker>) {
+    fn leak(self: Box<Self>, proc: &ProcessorIo, key: usize, fired: &mut Vec<Waker>) {
         let Orphaned { data, keep, .. } = *self;
         std::mem::forget(data);
         match keep {
@@ -246,7 +252,7 @@ unsafe impl Send for Ring {}
 impl Ring {
     pub(crate) fn new() -> io::Result<Ring> {
         // Neither SINGLE_ISSUER nor DEFER_TASKRUN: threads that are not the
-        // owner submit (foreign threads) and reap (helpers), see driver.md.
+        // owner submit (foreign threads) and reap (rescuers), see driver.md.
         // COOP_TASKRUN (Linux 5.19): the kernel does not interrupt a running
         // processor with an inter-processor interrupt to run completion work;
         // it runs at the thread's next kernel entry or return to user mode
@@ -356,7 +362,7 @@ impl Ring {
     }
 
     /// Puts the read of the wake-up eventfd in flight (not yet flushed).
-    pub(crate) fn arm_wake(&self, proc: &Proc, st: &mut State) -> io::Result<()> {
+    pub(crate) fn arm_wake(&self, proc: &ProcessorIo, st: &mut State) -> io::Result<()> {
         #[cfg(test)]
         if self.fail_arm.load(Ordering::Relaxed) {
             return Err(io::Error::new(
@@ -407,7 +413,7 @@ impl Ring {
     /// first, so that what it leaves is done elsewhere).
     pub(crate) fn broken_error(
         &self,
-        proc: &Proc,
+        proc: &ProcessorIo,
         st: &mut State,
         fired: &mut Vec<Waker>,
     ) -> Option<io::Error> {
@@ -429,7 +435,7 @@ impl Ring {
     /// (`evacuate`). The wakers go to `fired`. Their entries stay in the
     /// queue, dead: nobody enters to submit any more (`gate`), so the kernel
     /// never reads them, nor the memory they point to.
-    pub(crate) fn settle(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+    pub(crate) fn settle(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         if st.sq_log.broken.is_some() || !self.broken.load(Ordering::Acquire) {
             return;
         }
@@ -501,7 +507,7 @@ impl Ring {
     /// consume is settled here (done elsewhere, `settle`).
     pub(crate) fn submit(
         &self,
-        proc: &Proc,
+        proc: &ProcessorIo,
         st: &mut State,
         fired: &mut Vec<Waker>,
     ) -> io::Result<()> {
@@ -526,7 +532,7 @@ impl Ring {
     /// very submission, `SubmitThread::request_and_wait`). If the ring
     /// breaks, it settles it if the lock is free, and wakes the owner, whose
     /// next reap settles it otherwise.
-    pub(crate) fn submit_unlocked(&self, proc: &Proc) -> io::Result<()> {
+    pub(crate) fn submit_unlocked(&self, proc: &ProcessorIo) -> io::Result<()> {
         let mut fired = Vec::new();
         let result = self.submit_riding_out(proc, || match proc.try_lock() {
             Some(mut st) if proc.may_drain(&st) => {
@@ -550,7 +556,7 @@ impl Ring {
     /// any other error
     /// breaks the ring, under the same hold of `gate`, and is returned, as
     /// is the error of an earlier break.
-    fn submit_riding_out(&self, proc: &Proc, mut make_room: impl FnMut()) -> io::Result<()> {
+    fn submit_riding_out(&self, proc: &ProcessorIo, mut make_room: impl FnMut()) -> io::Result<()> {
         let mut busy = 0;
         loop {
             let mut gate = self.gate();
@@ -590,7 +596,7 @@ impl Ring {
     /// lock `st` came from.
     pub(crate) fn push(
         &self,
-        proc: &Proc,
+        proc: &ProcessorIo,
         st: &mut State,
         entry: &squeue::Entry,
         fired: &mut Vec<Waker>,
@@ -625,7 +631,7 @@ impl Ring {
                 }
             }
             // Not out of a parked owner's ring: its wait ends for what is
-            // there, and it reaps (`Proc::may_drain`).
+            // there, and it reaps (`ProcessorIo::may_drain`).
             if attempt > 0 && proc.may_drain(st) {
                 self.reap(proc, st, fired);
             }
@@ -654,7 +660,7 @@ impl Ring {
 
     /// Moves every completion out of the queue: results into their slots,
     /// wakers onto `fired`, abandoned resources freed.
-    pub(crate) fn reap(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+    pub(crate) fn reap(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         self.settle(proc, st, fired);
         // Completions the kernel could not fit in the queue wait in its
         // overflow list until an enter with GETEVENTS moves them in: a busy
@@ -731,7 +737,7 @@ impl Ring {
     /// reaps what it posted. Work that belongs to another thread (the
     /// submission thread's) runs there; the flag then stays set until it
     /// does, costing this thread one system call per iteration meanwhile.
-    pub(crate) fn run_task_work(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+    pub(crate) fn run_task_work(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         // SAFETY: the lock is held; only the flags word is read.
         if unsafe { self.ring.submission_shared() }.taskrun() {
             self.enter_for_events();
@@ -784,7 +790,7 @@ impl Ring {
 
     /// Stopping: cancels everything in flight and reaps until nothing is
     /// (bounded by `STOP_PATIENCE`); leaks what stays in flight after that.
-    pub(crate) fn cancel_all(&self, proc: &Proc, st: &mut State, fired: &mut Vec<Waker>) {
+    pub(crate) fn cancel_all(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         self.settle(proc, st, fired);
         if st.sq_log.broken.is_some() {
             // Nothing can be submitted: cancel what the kernel holds
@@ -838,7 +844,7 @@ impl Ring {
 }
 
 /// Records completion `result` of operation `key`.
-fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Vec<Waker>) {
+fn complete(proc: &ProcessorIo, st: &mut State, key: usize, result: i32, fired: &mut Vec<Waker>) {
     let Some(slot) = st.ops.get_mut(key) else {
         return;
     };
@@ -852,7 +858,7 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
             // `Abandoned`). The kernel cancels the requests of a thread that
             // exits, on every ring it submitted to: a removed processor's
             // thread may have submitted on others (flushing a ring it
-            // helped, a dropped operation's cancellation). Either way the
+            // rescued, a dropped operation's cancellation). Either way the
             // kernel did nothing with it, so the operation is done again,
             // on a live engine.
             *slot = OpSlot::Done(if result == -libc::ECANCELED {
@@ -878,7 +884,7 @@ fn complete(proc: &Proc, st: &mut State, key: usize, result: i32, fired: &mut Ve
 /// before consuming it): a live future submits it again elsewhere, a
 /// dropped one's resources are finished as after a cancellation that came
 /// before the kernel did anything.
-fn unsubmitted(proc: &Proc, st: &mut State, key: usize, fired: &mut Vec<Waker>) {
+fn unsubmitted(proc: &ProcessorIo, st: &mut State, key: usize, fired: &mut Vec<Waker>) {
     match st.ops.get_mut(key) {
         Some(OpSlot::Waiting(waker)) => {
             if let Some(w) = waker.take() {
@@ -896,7 +902,7 @@ fn unsubmitted(proc: &Proc, st: &mut State, key: usize, fired: &mut Vec<Waker>) 
 /// submission entry points to; those pointers must be into heap memory
 /// owned by `T` (moving `T` must not move it).
 pub(crate) struct Op<T: Send + 'static> {
-    proc: Arc<Proc>,
+    proc: Arc<ProcessorIo>,
     key: usize,
     data: Option<T>,
     fd_result: bool,
@@ -959,7 +965,7 @@ impl<T: Send + 'static> Op<T> {
 /// (another live one if that one stopped or its ring broke) as a new
 /// `Waiting` operation. With every ring broken, the error that broke this
 /// one.
-fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Proc>, usize)> {
+fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<ProcessorIo>, usize)> {
     let (mut proc, mut local) = driver.target()?;
     let mut fired = Vec::new();
     let mut st = proc.lock();
@@ -1126,7 +1132,7 @@ impl<T: Send + 'static> Drop for Op<T> {
 /// from its guard), submitted at once: the entry being cancelled may still
 /// sit unsubmitted in the queue, naming a descriptor its owner is about to
 /// close (and the number could be reused).
-fn cancel_now(ring: &Ring, proc: &Proc, st: &mut State, key: usize, fired: &mut Vec<Waker>) {
+fn cancel_now(ring: &Ring, proc: &ProcessorIo, st: &mut State, key: usize, fired: &mut Vec<Waker>) {
     let cancel = opcode::AsyncCancel::new(key as u64)
         .build()
         .user_data(CANCEL);

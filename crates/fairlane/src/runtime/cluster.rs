@@ -12,16 +12,16 @@ use std::time::Instant;
 
 use fairlane_core::{AffinityError, Host, ProcessorId, RemoveError};
 
-use super::{context, wait_until, ClusterRef, Handle, Shared};
+use super::{context, wait_until, ExecutorRef, Handle, RuntimeShared};
 use crate::task::JoinHandle;
 
-/// A cluster of a runtime and its name.
-pub(crate) struct ClusterEntry {
+/// The executor of one of a runtime's clusters, and the cluster's name.
+pub(crate) struct NamedExecutor {
     pub(crate) name: Arc<str>,
-    pub(crate) cluster: ClusterRef,
+    pub(crate) cluster: ExecutorRef,
 }
 
-impl Shared {
+impl RuntimeShared {
     pub(crate) fn cluster_named(self: &Arc<Self>, name: &str) -> Option<Cluster> {
         let index = self.clusters.iter().position(|c| &*c.name == name)?;
         Some(Cluster::new(self.clone(), index))
@@ -51,7 +51,7 @@ struct ThreadState {
     handles: Vec<thread::JoinHandle<()>>,
 }
 
-impl Shared {
+impl RuntimeShared {
     /// Starts a processor thread running `body`.
     pub(crate) fn spawn_processor_thread(
         self: &Arc<Self>,
@@ -63,7 +63,7 @@ impl Shared {
         self.threads.lock().running += 1;
         /// Counts the thread out however it ends — also when it never
         /// starts: the OS refused it and the closure is dropped unrun.
-        struct Leave(Arc<Shared>);
+        struct Leave(Arc<RuntimeShared>);
         impl Drop for Leave {
             fn drop(&mut self) {
                 self.0.threads.leave();
@@ -129,7 +129,7 @@ pub struct Cluster {
 }
 
 impl Cluster {
-    pub(crate) fn new(shared: Arc<Shared>, index: usize) -> Cluster {
+    pub(crate) fn new(shared: Arc<RuntimeShared>, index: usize) -> Cluster {
         let name = shared.clusters[index].name.clone();
         Cluster {
             handle: Handle::for_cluster(shared, index),

@@ -13,19 +13,20 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use fairlane_core::{Cluster as CoreCluster, Config};
+use fairlane_core::{Config, Executor};
 
 pub(crate) use self::blocking::block_in_place;
 use self::blocking::BlockingPool;
 pub use self::cluster::{Cluster, MigrateHere};
-use self::cluster::{ClusterEntry, ProcessorThreads};
+use self::cluster::{NamedExecutor, ProcessorThreads};
 use crate::host::StdHost;
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
 use crate::task::{spawn_on, JoinHandle};
 use crate::time::clock::Clock;
 
-pub(crate) type ClusterRef = Arc<CoreCluster<StdHost>>;
+/// A shared reference to a cluster's executor.
+pub(crate) type ExecutorRef = Arc<Executor<StdHost>>;
 
 /// A fairlane runtime: one or more clusters of processors (OS threads), each
 /// cluster sharing one ready queue of timestamped lanes. Most programs have
@@ -180,7 +181,9 @@ impl Runtime {
         self.handle.io_backend()
     }
 
-    /// Counters of every processor; see [`RuntimeMetrics`].
+    /// The counters of the cluster this spawns onto (the default cluster
+    /// for a runtime, a named one for a handle from [`Cluster::handle`]):
+    /// its processors and its live tasks; see [`RuntimeMetrics`].
     ///
     /// # Example
     /// ```
@@ -349,12 +352,12 @@ fn shut_down(handle: &Handle, timeout: Option<Duration>) {
     // Every cluster is closed before any is cancelled, and they are
     // cancelled together: a cancelled task that migrated is woken into the
     // graveyard of the cluster it moved to, and dropped from there.
-    let clusters: Vec<&CoreCluster<StdHost>> = shared
+    let clusters: Vec<&Executor<StdHost>> = shared
         .clusters
         .iter()
         .map(|entry| &*entry.cluster)
         .collect();
-    CoreCluster::cancel_all_of(&clusters);
+    Executor::cancel_all_of(&clusters);
     // After the tasks: a job whose task is gone is skipped, and the
     // jobs still running are waited for (within the deadline).
     shared.blocking.shutdown(deadline);
@@ -715,8 +718,8 @@ impl Builder {
                 driver => driver?,
             };
             let host = StdHost::new(driver);
-            let cluster = CoreCluster::new(config, host).map_err(|e| invalid(e.to_string()))?;
-            clusters.push(ClusterEntry {
+            let cluster = Executor::new(config, host).map_err(|e| invalid(e.to_string()))?;
+            clusters.push(NamedExecutor {
                 name: name.into(),
                 cluster,
             });
@@ -724,10 +727,10 @@ impl Builder {
         clock.attach(
             &clusters
                 .iter()
-                .map(|entry: &ClusterEntry| entry.cluster.clone())
+                .map(|entry: &NamedExecutor| entry.cluster.clone())
                 .collect::<Vec<_>>(),
         );
-        let shared = Arc::new(Shared {
+        let shared = Arc::new(RuntimeShared {
             clock,
             clusters,
             blocking: Arc::new(BlockingPool::new(
@@ -793,8 +796,8 @@ pub(crate) fn wait_until<'a, T>(
 #[derive(Clone)]
 pub struct Handle {
     /// The cluster whose processors this handle's spawns go to.
-    pub(crate) cluster: ClusterRef,
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) cluster: ExecutorRef,
+    pub(crate) shared: Arc<RuntimeShared>,
 }
 
 /// The current runtime of a thread while it lives; see [`Handle::enter`].
@@ -822,11 +825,11 @@ impl fmt::Debug for EnterGuard<'_> {
 }
 
 /// What all clusters of a runtime share.
-pub(crate) struct Shared {
+pub(crate) struct RuntimeShared {
     /// The clock of every cluster's timers.
     pub(crate) clock: Arc<Clock>,
     /// The default cluster first.
-    pub(crate) clusters: Vec<ClusterEntry>,
+    pub(crate) clusters: Vec<NamedExecutor>,
     pub(crate) blocking: Arc<BlockingPool>,
     pub(crate) signal: Arc<ShutdownSignal>,
     pub(crate) threads: ProcessorThreads,
@@ -1020,7 +1023,9 @@ impl Handle {
         self.cluster.host().io()
     }
 
-    /// Counters of every processor; see [`RuntimeMetrics`].
+    /// The counters of the cluster this spawns onto (the default cluster
+    /// for a runtime, a named one for a handle from [`Cluster::handle`]):
+    /// its processors and its live tasks; see [`RuntimeMetrics`].
     ///
     /// # Example
     /// ```
@@ -1063,7 +1068,7 @@ impl Handle {
 }
 
 impl Handle {
-    pub(crate) fn for_cluster(shared: Arc<Shared>, index: usize) -> Handle {
+    pub(crate) fn for_cluster(shared: Arc<RuntimeShared>, index: usize) -> Handle {
         Handle {
             cluster: shared.clusters[index].cluster.clone(),
             shared,
@@ -1137,7 +1142,10 @@ impl fmt::Display for TryCurrentError {
 
 impl std::error::Error for TryCurrentError {}
 
-/// One cluster's counters: per processor, and its live tasks.
+/// The counters of one cluster (tokio's name for the type, which there
+/// covers the runtime's only cluster): per processor, and its live tasks.
+/// A runtime with several clusters has one of these for each, from each
+/// cluster's [`Handle::metrics`].
 ///
 /// # Example
 /// ```

@@ -41,7 +41,7 @@ use super::{AbortHandle, JoinError, JoinHandle};
 /// ```
 pub struct JoinSet<T> {
     tasks: Slab<Entry<T>>,
-    shared: Arc<Shared>,
+    shared: Arc<RuntimeShared>,
 }
 
 struct Entry<T> {
@@ -50,7 +50,7 @@ struct Entry<T> {
 }
 
 #[derive(Default)]
-struct Shared {
+struct RuntimeShared {
     state: Mutex<SharedState>,
 }
 
@@ -62,7 +62,7 @@ struct SharedState {
     waiter: Option<Waker>,
 }
 
-impl Shared {
+impl RuntimeShared {
     fn lock(&self) -> MutexGuard<'_, SharedState> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -71,7 +71,7 @@ impl Shared {
 /// The waker one task's handle is polled with.
 struct EntryWaker {
     key: usize,
-    shared: Arc<Shared>,
+    shared: Arc<RuntimeShared>,
 }
 
 impl Wake for EntryWaker {

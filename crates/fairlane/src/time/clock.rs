@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use super::idle_check::{idle_check, Activity, IdleScan, IdleView};
 use crate::io::driver::Driver;
-use crate::runtime::ClusterRef;
+use crate::runtime::ExecutorRef;
 
 /// Clocks (runtimes) that have left real time, in the whole process: while
 /// none has, [`crate::time::Instant::now`] reads the monotonic clock after
@@ -68,7 +68,7 @@ pub(crate) struct Clock {
     holds: AtomicU64,
     /// The runtime's clusters, set once they are built (weak: the clusters
     /// own their drivers, which hold this clock).
-    clusters: OnceLock<Vec<Weak<fairlane_core::Cluster<crate::host::StdHost>>>>,
+    clusters: OnceLock<Vec<Weak<fairlane_core::Executor<crate::host::StdHost>>>>,
 }
 
 impl Clock {
@@ -93,7 +93,7 @@ impl Clock {
 
     /// The runtime's clusters, for auto-advance. Called once, before any
     /// processor starts.
-    pub(crate) fn attach(&self, clusters: &[ClusterRef]) {
+    pub(crate) fn attach(&self, clusters: &[ExecutorRef]) {
         let _ = self
             .clusters
             .set(clusters.iter().map(Arc::downgrade).collect());
@@ -309,7 +309,7 @@ impl Clock {
 /// The runtime as the idle check reads it.
 struct RuntimeView<'a> {
     clock: &'a Clock,
-    clusters: &'a [ClusterRef],
+    clusters: &'a [ExecutorRef],
 }
 
 impl IdleView for RuntimeView<'_> {

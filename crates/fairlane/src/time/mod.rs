@@ -58,7 +58,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use crate::io::driver::{Driver, Proc};
+use crate::io::driver::{Driver, ProcessorIo};
 use crate::task::coop;
 use fairlane_core::wheel::TimerKey;
 
@@ -167,7 +167,7 @@ fn far_future() -> Instant {
 pub struct Sleep {
     deadline: Instant,
     driver: Option<Arc<Driver>>,
-    timer: Option<(Arc<Proc>, TimerKey)>,
+    timer: Option<(Arc<ProcessorIo>, TimerKey)>,
     elapsed: bool,
 }
 

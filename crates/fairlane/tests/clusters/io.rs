@@ -143,7 +143,7 @@ fn io_from_outside_threads_after_a_slot_is_reused() {
 /// which makes the kernel cancel the requests that thread submitted, on
 /// A's ring too. The receive is done again and gets its data.
 #[test]
-fn io_submitted_by_a_removed_helper_is_done_again() {
+fn io_submitted_by_a_removed_rescuer_is_done_again() {
     use std::future::Future;
     use std::io::Write;
     use std::task::Context;
