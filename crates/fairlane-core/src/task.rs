@@ -1547,6 +1547,19 @@ impl<T, H: Host> TaskHandle<T, H> {
 
     /// Asks the task to stop: it is not polled again; its future is dropped
     /// on a processor. A task that already finished keeps its output.
+    ///
+    /// # Example
+    /// ```
+    /// # include!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/doc_host.rs"));
+    /// # fn main() {
+    /// let cluster = cluster(1);
+    /// let thread = start(&cluster, 0);
+    /// let handle = cluster.spawn(std::future::pending::<u32>());
+    /// handle.abort();
+    /// assert_eq!(block_on(handle), None); // aborted: no output
+    /// stop(&cluster, [thread]);
+    /// # }
+    /// ```
     pub fn abort(&self) {
         self.state().abort();
     }

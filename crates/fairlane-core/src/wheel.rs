@@ -61,7 +61,20 @@ struct Timer {
     slot: u8,
 }
 
-/// A handle to a timer in a [`Wheel`]: its slab index and generation.
+/// A handle to a timer in a [`Wheel`]: its slab index and generation. A
+/// handle of a timer that fired or was cancelled stays refused even after
+/// its slot is reused.
+///
+/// # Example
+/// ```
+/// # use fairlane_core::wheel::Wheel;
+/// # let w = core::task::Waker::noop();
+/// let mut wheel = Wheel::new();
+/// let old = wheel.insert(5, w.clone()).unwrap();
+/// wheel.cancel(old);
+/// let new = wheel.insert(5, w.clone()).unwrap();
+/// assert!(old != new && !wheel.is_pending(old) && wheel.is_pending(new));
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TimerKey {
     index: u32,
@@ -69,7 +82,14 @@ pub struct TimerKey {
 }
 
 /// A hierarchical timer wheel of wakers, keyed by [`TimerKey`]; see the
-/// [module](self) for how it works and an example.
+/// [module](self) for how it works.
+///
+/// # Example
+/// ```
+/// # use fairlane_core::wheel::Wheel;
+/// let mut wheel = Wheel::new();
+/// assert!(wheel.insert(0, core::task::Waker::noop().clone()).is_none()); // not in the future
+/// ```
 pub struct Wheel {
     elapsed: u64,
     heads: [[u32; SLOTS]; LEVELS],
@@ -99,6 +119,14 @@ fn slot_of(position: u64, level: usize) -> usize {
 
 impl Wheel {
     /// An empty wheel at tick 0.
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let wheel = Wheel::new();
+    /// assert!(wheel.is_empty() && wheel.next_expiration().is_none());
+    /// ```
     pub fn new() -> Self {
         Self {
             elapsed: 0,
@@ -111,11 +139,30 @@ impl Wheel {
     }
 
     /// Number of pending timers.
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// wheel.insert(5, w.clone());
+    /// assert_eq!(wheel.len(), 1);
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// Whether no timer is pending.
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// let key = wheel.insert(5, w.clone()).unwrap();
+    /// wheel.cancel(key);
+    /// assert!(wheel.is_empty());
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -155,6 +202,17 @@ impl Wheel {
     }
 
     /// Whether `key` is still pending (neither fired nor cancelled).
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// let key = wheel.insert(5, w.clone()).unwrap();
+    /// assert!(wheel.is_pending(key));
+    /// wheel.advance(5, &mut Vec::new());
+    /// assert!(!wheel.is_pending(key));
+    /// ```
     pub fn is_pending(&self, key: TimerKey) -> bool {
         self.entries
             .get(key.index as usize)
@@ -163,6 +221,17 @@ impl Wheel {
 
     /// Replaces the waker of a pending timer; false if it is no longer
     /// pending.
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// let key = wheel.insert(5, w.clone()).unwrap();
+    /// assert!(wheel.set_waker(key, w));
+    /// wheel.cancel(key);
+    /// assert!(!wheel.set_waker(key, w));
+    /// ```
     pub fn set_waker(&mut self, key: TimerKey, waker: &Waker) -> bool {
         if !self.is_pending(key) {
             return false;
@@ -175,6 +244,18 @@ impl Wheel {
     }
 
     /// Removes a pending timer; does nothing for one that fired already.
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// let key = wheel.insert(5, w.clone()).unwrap();
+    /// wheel.cancel(key);
+    /// let mut fired = Vec::new();
+    /// wheel.advance(10, &mut fired);
+    /// assert!(fired.is_empty());
+    /// ```
     pub fn cancel(&mut self, key: TimerKey) {
         if self.is_pending(key) {
             self.unlink(key.index);
@@ -184,6 +265,17 @@ impl Wheel {
 
     /// The tick at which the next timer may be due, if any: a lower bound
     /// (exact for level 0, the start of a slot above).
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// wheel.insert(40, w.clone());
+    /// assert_eq!(wheel.next_expiration(), Some(40)); // level 0: exact
+    /// wheel.insert(10_000, w.clone());
+    /// assert_eq!(wheel.next_expiration(), Some(40));
+    /// ```
     pub fn next_expiration(&self) -> Option<u64> {
         (0..LEVELS).find_map(|level| self.next_in_level(level))
     }
@@ -208,6 +300,20 @@ impl Wheel {
 
     /// Advances the wheel to tick `now`, pushing the wakers of every timer
     /// due by then onto `fired`, in deadline order.
+    ///
+    /// # Example
+    /// ```
+    /// # use fairlane_core::wheel::Wheel;
+    /// # let w = core::task::Waker::noop();
+    /// let mut wheel = Wheel::new();
+    /// wheel.insert(300, w.clone());
+    /// wheel.insert(7, w.clone());
+    /// let mut fired = Vec::new();
+    /// wheel.advance(299, &mut fired);
+    /// assert_eq!(fired.len(), 1); // the timer at 7, not the one at 300
+    /// wheel.advance(300, &mut fired);
+    /// assert_eq!(fired.len(), 2);
+    /// ```
     pub fn advance(&mut self, now: u64, fired: &mut Vec<Waker>) {
         while let Some(next) = self.next_expiration() {
             if next > now {
