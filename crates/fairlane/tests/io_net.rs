@@ -338,6 +338,39 @@ fn reset_connection_is_an_error(backend: IoBackend) {
     });
 }
 
+/// The buffer traits for a test buffer type whose bytes are its field
+/// `bytes: Vec<u8>`: the types differ only in what their `Drop` records.
+macro_rules! vec_backed_buf {
+    ($($t:ty),*) => {$(
+        // SAFETY: delegates to the Vec, whose heap block does not move while
+        // the buffer lives.
+        unsafe impl IoBuf for $t {
+            fn stable_ptr(&self) -> *const u8 {
+                self.bytes.as_ptr()
+            }
+            fn bytes_init(&self) -> usize {
+                self.bytes.len()
+            }
+        }
+
+        // SAFETY: as above.
+        unsafe impl IoBufMut for $t {
+            fn stable_mut_ptr(&mut self) -> *mut u8 {
+                self.bytes.as_mut_ptr()
+            }
+            fn bytes_total(&self) -> usize {
+                self.bytes.capacity()
+            }
+            unsafe fn set_init(&mut self, n: usize) {
+                // SAFETY: forwarded contract.
+                unsafe { self.bytes.set_len(n) }
+            }
+        }
+    )*};
+}
+
+vec_backed_buf!(TrackedBuf, Canary);
+
 /// A buffer that records when it is freed.
 struct TrackedBuf {
     bytes: Vec<u8>,
@@ -347,30 +380,6 @@ struct TrackedBuf {
 impl Drop for TrackedBuf {
     fn drop(&mut self) {
         assert!(!self.freed.swap(true, Ordering::SeqCst), "freed twice");
-    }
-}
-
-// SAFETY: delegates to the Vec, whose heap block does not move.
-unsafe impl IoBuf for TrackedBuf {
-    fn stable_ptr(&self) -> *const u8 {
-        self.bytes.as_ptr()
-    }
-    fn bytes_init(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-// SAFETY: as above.
-unsafe impl IoBufMut for TrackedBuf {
-    fn stable_mut_ptr(&mut self) -> *mut u8 {
-        self.bytes.as_mut_ptr()
-    }
-    fn bytes_total(&self) -> usize {
-        self.bytes.capacity()
-    }
-    unsafe fn set_init(&mut self, n: usize) {
-        // SAFETY: forwarded contract.
-        unsafe { self.bytes.set_len(n) }
     }
 }
 
@@ -855,30 +864,6 @@ impl Drop for Canary {
             self.found.fetch_add(n, Ordering::SeqCst);
         }
         self.freed.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-// SAFETY: delegates to the Vec, whose heap block does not move.
-unsafe impl IoBuf for Canary {
-    fn stable_ptr(&self) -> *const u8 {
-        self.bytes.as_ptr()
-    }
-    fn bytes_init(&self) -> usize {
-        self.bytes.len()
-    }
-}
-
-// SAFETY: as above.
-unsafe impl IoBufMut for Canary {
-    fn stable_mut_ptr(&mut self) -> *mut u8 {
-        self.bytes.as_mut_ptr()
-    }
-    fn bytes_total(&self) -> usize {
-        self.bytes.capacity()
-    }
-    unsafe fn set_init(&mut self, n: usize) {
-        // SAFETY: forwarded contract.
-        unsafe { self.bytes.set_len(n) }
     }
 }
 
