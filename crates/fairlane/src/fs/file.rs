@@ -193,19 +193,11 @@ impl File {
     ///     file.write_all_at(vec![0u8; 1 << 20], 4096).await.0
     /// }
     /// ```
-    pub async fn write_all_at<B: IoBuf>(&self, mut buf: B, pos: u64) -> (io::Result<()>, B) {
-        let mut done = 0;
-        while done < buf.bytes_init() {
-            let (r, b) = self.write_range(buf, done, pos + done as u64).await;
-            buf = b;
-            match r {
-                Ok(0) => return (Err(io::ErrorKind::WriteZero.into()), buf),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return (Err(e), buf),
-            }
-        }
-        (Ok(()), buf)
+    pub async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> (io::Result<()>, B) {
+        crate::io::write_all_with(buf, |buf, done| {
+            self.write_range(buf, done, pos + done as u64)
+        })
+        .await
     }
 
     /// Writes all of `buf`'s bytes at the cursor and advances it.

@@ -111,6 +111,30 @@ pub(crate) fn select(forced: Option<IoBackend>) -> io::Result<IoBackend> {
     Ok(backend)
 }
 
+/// Writes every initialised byte of `buf` with `write(buf, done)`, which
+/// writes some of the bytes from offset `done` and hands the buffer back:
+/// again until all are written, retrying `Interrupted`; a write of zero
+/// bytes is `WriteZero`.
+pub(crate) async fn write_all_with<B, F, Fut>(mut buf: B, mut write: F) -> (io::Result<()>, B)
+where
+    B: IoBuf,
+    F: FnMut(B, usize) -> Fut,
+    Fut: std::future::Future<Output = (io::Result<usize>, B)>,
+{
+    let mut done = 0;
+    while done < buf.bytes_init() {
+        let (r, b) = write(buf, done).await;
+        buf = b;
+        match r {
+            Ok(0) => return (Err(io::ErrorKind::WriteZero.into()), buf),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (Err(e), buf),
+        }
+    }
+    (Ok(()), buf)
+}
+
 /// The driver of the runtime this thread is in: every I/O object and timer
 /// finds its engine through it.
 pub(crate) fn current_driver() -> io::Result<std::sync::Arc<driver::Driver>> {

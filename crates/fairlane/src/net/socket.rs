@@ -451,20 +451,28 @@ impl Socket {
                 Err((e, (b, _))) => (Err(e), b),
             }
         } else {
-            let ptr = buf.stable_ptr() as usize + start;
-            let len = buf.bytes_init() - start;
-            let r = self
-                .reg()
-                .io(Direction::Write, || {
-                    // SAFETY: `ptr .. ptr + len` lies inside `buf`'s
-                    // initialised bytes, alive across this call.
-                    cvt_size(unsafe {
-                        libc::send(fd, ptr as *const libc::c_void, len, libc::MSG_NOSIGNAL)
-                    })
-                })
-                .await;
-            (r, buf)
+            self.send_when_writable(buf, start).await
         }
+    }
+
+    /// The fallback backend's send: waits for the socket to be writable and
+    /// sends `buf`'s initialised bytes from `start` in one system call.
+    async fn send_when_writable<B: IoBuf>(&self, buf: B, start: usize) -> (io::Result<usize>, B) {
+        let fd = self.raw();
+        let ptr = buf.stable_ptr() as usize + start;
+        let len = buf.bytes_init() - start;
+        let r = self
+            .reg()
+            .io(Direction::Write, || {
+                // SAFETY: `start <= bytes_init`, so `ptr .. ptr + len` lies
+                // inside `buf`'s initialised bytes, alive across this call
+                // (the buffer is held until it is handed back below).
+                cvt_size(unsafe {
+                    libc::send(fd, ptr as *const libc::c_void, len, libc::MSG_NOSIGNAL)
+                })
+            })
+            .await;
+        (r, buf)
     }
 
     /// io_uring: submits a send of `buf`'s initialised bytes from `start`,
@@ -510,19 +518,8 @@ impl Socket {
     }
 
     /// Sends every initialised byte of `buf`.
-    pub(crate) async fn send_all<B: IoBuf>(&self, mut buf: B) -> (io::Result<()>, B) {
-        let mut done = 0;
-        while done < buf.bytes_init() {
-            let (r, b) = self.send(buf, done).await;
-            buf = b;
-            match r {
-                Ok(0) => return (Err(io::ErrorKind::WriteZero.into()), buf),
-                Ok(n) => done += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return (Err(e), buf),
-            }
-        }
-        (Ok(()), buf)
+    pub(crate) async fn send_all<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
+        crate::io::write_all_with(buf, |buf, done| self.send(buf, done)).await
     }
 
     /// Accepts a connection: the new descriptor, close-on-exec, and the
@@ -982,19 +979,7 @@ impl Socket {
             })
             .await
         } else {
-            let ptr = buf.stable_ptr() as usize;
-            let len = buf.bytes_init();
-            let r = self
-                .reg()
-                .io(Direction::Write, || {
-                    // SAFETY: `ptr`/`len` describe `buf`'s initialised
-                    // bytes, alive across this call.
-                    cvt_size(unsafe {
-                        libc::send(fd, ptr as *const libc::c_void, len, libc::MSG_NOSIGNAL)
-                    })
-                })
-                .await;
-            (r, buf)
+            self.send_when_writable(buf, 0).await
         }
     }
 
