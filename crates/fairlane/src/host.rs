@@ -86,7 +86,7 @@ impl StdHost {
 // SAFETY: `current_processor` returns `Some(p)` only on a thread that called
 // `register_current(p)` for this runtime and has not called
 // `unregister_current` since; `Handle::run_processor` brackets
-// `Cluster::run_processor(p)` with exactly those two calls. `block_in_place`
+// `Executor::run_processor(p)` with exactly those two calls. `block_in_place`
 // keeps the contract while it hands `p` over: the blocking thread (still
 // inside `run_processor(p)`, so the cluster stays alive) unregisters before
 // the replacement registers, and registers again only after the replacement

@@ -50,7 +50,7 @@ struct Kernel {
 
 /// One processor: the state its lock guards, its sleep state, the kernel
 /// side of its ring (with the wait queue of `io_uring_enter`) and its futex.
-struct Proc {
+struct ProcessorIo {
     state: Mutex<State>,
     sleep: SleepState,
     kernel: Mutex<Kernel>,
@@ -63,7 +63,7 @@ struct State {
     woken: bool,
 }
 
-impl Proc {
+impl ProcessorIo {
     fn new() -> Self {
         Self {
             state: Mutex::new(State { woken: false }),
@@ -171,7 +171,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 #[test]
 fn helper_does_not_swallow_a_parked_owners_wake_up() {
     model(|| {
-        let proc = Arc::new(Proc::new());
+        let proc = Arc::new(ProcessorIo::new());
         let waker = {
             let proc = proc.clone();
             thread::spawn(move || proc.notify())
@@ -214,7 +214,7 @@ impl Watched {
         self.token_cv.notify_all();
     }
 
-    /// `Proc::futex_wait` without a timeout: until the token, consumed.
+    /// `ProcessorIo::futex_wait` without a timeout: until the token, consumed.
     fn futex_wait(&self) {
         let mut token = self.token.lock().unwrap();
         while !*token {
@@ -265,7 +265,7 @@ fn park_until_watching(unwatched: &Unwatched, me: &Watched, other: &Watched) {
 }
 
 /// The watch handshake, first transition: an awake processor submits an
-/// operation (`push_entry`: `Proc::work_added` under its lock, then
+/// operation (`push_entry`: `ProcessorIo::work_added` under its lock, then
 /// `Driver::work_appeared`) and is then stuck in a task that never yields,
 /// while the other processor goes to sleep with nothing of its own to wait
 /// for. The sleeper must end up watching the stuck processor: either its
