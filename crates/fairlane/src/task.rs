@@ -1,6 +1,19 @@
 //! Tasks: spawning, joining, aborting and yielding.
 //!
 //! The common items are re-exported at the crate root, as in tokio.
+//!
+//! # Example
+//! ```
+//! let rt = fairlane::Runtime::builder().processors(2).build()?;
+//! rt.block_on(async {
+//!     let answer = fairlane::task::spawn(async { 6 * 7 });
+//!     let stuck = fairlane::task::spawn(std::future::pending::<()>());
+//!     stuck.abort();
+//!     assert_eq!(answer.await.unwrap(), 42);
+//!     assert!(stuck.await.unwrap_err().is_cancelled());
+//! });
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 use std::any::Any;
 use std::fmt;
@@ -11,6 +24,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+/// The identity of one processor of a fairlane runtime, as
+/// [`current_processor`] and
+/// [`Cluster::processors`](crate::Cluster::processors) give it.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(2).build()?;
+/// let ids: Vec<fairlane::ProcessorId> = rt.handle().cluster().processors();
+/// assert_eq!(ids.iter().map(|id| id.index()).collect::<Vec<_>>(), [0, 1]);
+/// let on = rt.block_on(rt.spawn(async { fairlane::task::current_processor() })).unwrap();
+/// assert!(ids.contains(&on.unwrap()));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub use fairlane_core::ProcessorId;
 use fairlane_core::{AffinityError, Host};
 
@@ -146,6 +172,17 @@ pub struct Builder {
     name: Option<Arc<str>>,
 }
 
+/// A task's priority class, chosen with [`Builder::priority`].
+///
+/// # Example
+/// ```
+/// use fairlane::task::{Builder, Priority};
+/// assert_eq!(Priority::default(), Priority::Normal);
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let low = Builder::new().priority(Priority::Low).spawn_on(async { "ran" }, rt.handle())?;
+/// assert_eq!(rt.block_on(low).unwrap(), "ran");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub use fairlane_core::Priority;
 
 impl Builder {

@@ -1159,5 +1159,14 @@ pub struct RuntimeMetrics {
     pub alive_tasks: usize,
 }
 
-/// What one processor counted about itself.
+/// One processor's entry in [`RuntimeMetrics::processors`].
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// assert_eq!(rt.block_on(rt.spawn(async { 1 })).unwrap(), 1);
+/// let metrics: fairlane::ProcessorMetrics = rt.metrics().processors[0];
+/// assert!(metrics.polls >= 1);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub use fairlane_core::ProcessorCounters as ProcessorMetrics;
