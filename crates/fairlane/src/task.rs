@@ -734,8 +734,11 @@ impl<T> JoinHandle<T> {
     /// # Example
     /// ```
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let handle = rt.spawn(async {});
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// assert!(!handle.is_finished());
+    /// handle.abort();
     /// while !handle.is_finished() { std::thread::yield_now(); }
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_finished(&self) -> bool {
