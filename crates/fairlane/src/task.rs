@@ -190,7 +190,10 @@ impl Builder {
     ///
     /// # Example
     /// ```
-    /// let builder = fairlane::task::Builder::new();
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let task = fairlane::task::Builder::new().spawn_on(async { 5 }, rt.handle())?;
+    /// assert_eq!(rt.block_on(task).unwrap(), 5);
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -484,12 +487,17 @@ where
 ///
 /// # Example
 /// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// rt.block_on(async {
-///     for _ in 0..3 {
-///         fairlane::yield_now().await;
-///     }
-/// });
+/// let other_ran = rt.block_on(rt.spawn(async {
+///     let flag = Arc::new(AtomicBool::new(false));
+///     let set = flag.clone();
+///     let _other = fairlane::spawn(async move { set.store(true, Ordering::Relaxed) });
+///     fairlane::yield_now().await; // the task queued on this processor runs first
+///     flag.load(Ordering::Relaxed)
+/// }));
+/// assert!(other_ran.unwrap());
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn yield_now() -> YieldNow {
@@ -501,11 +509,13 @@ pub fn yield_now() -> YieldNow {
 ///
 /// # Example
 /// ```
+/// use futures_lite::future::poll_once;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// rt.block_on(async {
-///     let yielding: fairlane::task::YieldNow = fairlane::yield_now();
-///     yielding.await;
-/// });
+/// rt.block_on(rt.spawn(async {
+///     let mut yielding: fairlane::task::YieldNow = fairlane::yield_now();
+///     assert_eq!(poll_once(&mut yielding).await, None); // pending once
+///     assert_eq!(poll_once(&mut yielding).await, Some(())); // then ready
+/// })).unwrap();
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
