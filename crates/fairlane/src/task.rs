@@ -1,6 +1,19 @@
 //! Tasks: spawning, joining, aborting and yielding.
 //!
 //! The common items are re-exported at the crate root, as in tokio.
+//!
+//! # Example
+//! ```
+//! let rt = fairlane::Runtime::builder().processors(2).build()?;
+//! rt.block_on(async {
+//!     let answer = fairlane::task::spawn(async { 6 * 7 });
+//!     let stuck = fairlane::task::spawn(std::future::pending::<()>());
+//!     stuck.abort();
+//!     assert_eq!(answer.await.unwrap(), 42);
+//!     assert!(stuck.await.unwrap_err().is_cancelled());
+//! });
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 use std::any::Any;
 use std::fmt;
@@ -11,6 +24,19 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+/// The identity of one processor of a fairlane runtime, as
+/// [`current_processor`] and
+/// [`Cluster::processors`](crate::Cluster::processors) give it.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(2).build()?;
+/// let ids: Vec<fairlane::ProcessorId> = rt.handle().cluster().processors();
+/// assert_eq!(ids.iter().map(|id| id.index()).collect::<Vec<_>>(), [0, 1]);
+/// let on = rt.block_on(rt.spawn(async { fairlane::task::current_processor() })).unwrap();
+/// assert!(ids.contains(&on.unwrap()));
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub use fairlane_core::ProcessorId;
 use fairlane_core::{AffinityError, Host};
 
@@ -147,6 +173,17 @@ pub struct Builder {
     name: Option<Arc<str>>,
 }
 
+/// A task's priority class, chosen with [`Builder::priority`].
+///
+/// # Example
+/// ```
+/// use fairlane::task::{Builder, Priority};
+/// assert_eq!(Priority::default(), Priority::Normal);
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let low = Builder::new().priority(Priority::Low).spawn_on(async { "ran" }, rt.handle())?;
+/// assert_eq!(rt.block_on(low).unwrap(), "ran");
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub use fairlane_core::Priority;
 
 impl Builder {
@@ -154,7 +191,10 @@ impl Builder {
     ///
     /// # Example
     /// ```
-    /// let builder = fairlane::task::Builder::new();
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let task = fairlane::task::Builder::new().spawn_on(async { 5 }, rt.handle())?;
+    /// assert_eq!(rt.block_on(task).unwrap(), 5);
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn new() -> Self {
         Self::default()
@@ -448,12 +488,17 @@ where
 ///
 /// # Example
 /// ```
+/// use std::sync::atomic::{AtomicBool, Ordering};
+/// use std::sync::Arc;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// rt.block_on(async {
-///     for _ in 0..3 {
-///         fairlane::yield_now().await;
-///     }
-/// });
+/// let other_ran = rt.block_on(rt.spawn(async {
+///     let flag = Arc::new(AtomicBool::new(false));
+///     let set = flag.clone();
+///     let _other = fairlane::spawn(async move { set.store(true, Ordering::Relaxed) });
+///     fairlane::yield_now().await; // the task queued on this processor runs first
+///     flag.load(Ordering::Relaxed)
+/// }));
+/// assert!(other_ran.unwrap());
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub fn yield_now() -> YieldNow {
@@ -465,11 +510,13 @@ pub fn yield_now() -> YieldNow {
 ///
 /// # Example
 /// ```
+/// use futures_lite::future::poll_once;
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// rt.block_on(async {
-///     let yielding: fairlane::task::YieldNow = fairlane::yield_now();
-///     yielding.await;
-/// });
+/// rt.block_on(rt.spawn(async {
+///     let mut yielding: fairlane::task::YieldNow = fairlane::yield_now();
+///     assert_eq!(poll_once(&mut yielding).await, None); // pending once
+///     assert_eq!(poll_once(&mut yielding).await, Some(())); // then ready
+/// })).unwrap();
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
@@ -698,8 +745,11 @@ impl<T> JoinHandle<T> {
     /// # Example
     /// ```
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let handle = rt.spawn(async {});
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// assert!(!handle.is_finished());
+    /// handle.abort();
     /// while !handle.is_finished() { std::thread::yield_now(); }
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_finished(&self) -> bool {

@@ -22,8 +22,26 @@
 /// ```
 pub unsafe trait IoBuf: Send + 'static {
     /// Where the bytes start.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBuf;
+    /// let buf = b"hello".to_vec();
+    /// let ptr = buf.stable_ptr();
+    /// let moved = buf;
+    /// assert_eq!(moved.stable_ptr(), ptr);
+    /// // SAFETY: `ptr` points to `moved`'s 5 initialised bytes.
+    /// assert_eq!(unsafe { *ptr }, b'h');
+    /// ```
     fn stable_ptr(&self) -> *const u8;
     /// How many bytes are initialised (and written by a write operation).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBuf;
+    /// assert_eq!(b"hello".to_vec().bytes_init(), 5);
+    /// assert_eq!(Vec::<u8>::with_capacity(64).bytes_init(), 0);
+    /// ```
     fn bytes_init(&self) -> usize;
 }
 
@@ -47,13 +65,48 @@ pub unsafe trait IoBuf: Send + 'static {
 /// ```
 pub unsafe trait IoBufMut: IoBuf {
     /// Where the writable bytes start.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::IoBufMut;
+    /// let mut buf: Vec<u8> = Vec::with_capacity(4);
+    /// let ptr = buf.stable_mut_ptr();
+    /// // SAFETY: `ptr` points to at least 4 writable bytes; 2 are written.
+    /// unsafe {
+    ///     ptr.write(b'o');
+    ///     ptr.add(1).write(b'k');
+    ///     buf.set_init(2);
+    /// }
+    /// assert_eq!(buf, b"ok");
+    /// ```
     fn stable_mut_ptr(&mut self) -> *mut u8;
     /// How many bytes may be written.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::{IoBuf, IoBufMut};
+    /// let buf: Vec<u8> = Vec::with_capacity(64);
+    /// assert!(buf.bytes_total() >= 64);
+    /// assert_eq!(buf.bytes_init(), 0);
+    /// ```
     fn bytes_total(&self) -> usize;
     /// Records that the first `n` bytes were written.
     ///
     /// # Safety
     /// The first `n` bytes (`n <= bytes_total()`) must be initialised.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::{IoBuf, IoBufMut};
+    /// let mut buf: Vec<u8> = Vec::with_capacity(8);
+    /// // SAFETY: the first 3 of the (at least) 8 writable bytes are written.
+    /// unsafe {
+    ///     buf.stable_mut_ptr().write_bytes(b'x', 3);
+    ///     buf.set_init(3);
+    /// }
+    /// assert_eq!(buf.bytes_init(), 3);
+    /// assert_eq!(buf, b"xxx");
+    /// ```
     unsafe fn set_init(&mut self, n: usize);
 }
 

@@ -14,6 +14,23 @@
 //! supports every opcode fairlane uses. The choice is a `tracing` event at
 //! debug level, and [`Runtime::io_backend`](crate::Runtime::io_backend)
 //! tells.
+//!
+//! # Example
+//! Operations take owned buffers ([`IoBuf`], [`IoBufMut`]) and hand them back
+//! with the result:
+//! ```
+//! let path = std::env::temp_dir().join(format!("fairlane-io-doc-{}", std::process::id()));
+//! let rt = fairlane::Runtime::builder().processors(1).build()?;
+//! let buf = rt.block_on(async {
+//!     let file = fairlane::fs::File::create(&path).await?;
+//!     let (written, buf) = file.write_all_at(b"owned".to_vec(), 0).await;
+//!     written.map(|()| buf)
+//! })?;
+//! assert_eq!(buf, b"owned");
+//! assert_eq!(std::fs::read(&path)?, b"owned");
+//! std::fs::remove_file(&path)?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 mod buf;
 pub(crate) mod carry;

@@ -207,8 +207,10 @@ impl Runtime {
     /// ```
     /// use std::time::Duration;
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// rt.spawn(std::future::pending::<()>());
+    /// let stuck = rt.spawn(std::future::pending::<()>());
     /// rt.shutdown_timeout(Duration::from_secs(1));
+    /// let err = futures_lite::future::block_on(stuck).unwrap_err();
+    /// assert!(err.is_cancelled());
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn shutdown_timeout(mut self, timeout: Duration) {
@@ -228,15 +230,19 @@ impl Runtime {
     /// ```
     /// use std::time::Duration;
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
     /// rt.block_on(async {
-    ///     fairlane::task::Builder::new().background().spawn(async {
+    ///     let background = tx.clone();
+    ///     fairlane::task::Builder::new().background().spawn(async move {
     ///         fairlane::task::shutdown_requested().await;
-    ///         // flush, say goodbye...
+    ///         background.send("background: asked to stop").unwrap();
     ///     })?;
-    ///     fairlane::spawn(async { /* foreground work, waited for */ });
+    ///     fairlane::spawn(async move { tx.send("foreground: done").unwrap() });
     ///     Ok::<(), std::io::Error>(())
     /// })?;
-    /// rt.shutdown_graceful(Duration::from_secs(1));
+    /// rt.shutdown_graceful(Duration::from_secs(5));
+    /// let order: Vec<_> = rx.try_iter().collect();
+    /// assert_eq!(order, ["foreground: done", "background: asked to stop"]);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     #[track_caller]
@@ -882,7 +888,8 @@ impl Handle {
     /// # Example
     /// ```
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// rt.block_on(async { fairlane::Handle::current(); });
+    /// let handle = rt.block_on(async { fairlane::Handle::current() });
+    /// assert_eq!(handle.block_on(handle.spawn(async { 3 })).unwrap(), 3);
     /// # Ok::<(), std::io::Error>(())
     /// ```
     #[track_caller]
@@ -1167,5 +1174,14 @@ pub struct RuntimeMetrics {
     pub alive_tasks: usize,
 }
 
-/// What one processor counted about itself.
+/// One processor's entry in [`RuntimeMetrics::processors`].
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// assert_eq!(rt.block_on(rt.spawn(async { 1 })).unwrap(), 1);
+/// let metrics: fairlane::ProcessorMetrics = rt.metrics().processors[0];
+/// assert!(metrics.polls >= 1);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub use fairlane_core::ProcessorCounters as ProcessorMetrics;

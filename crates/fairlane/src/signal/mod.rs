@@ -50,14 +50,12 @@ use std::task::{Context, Poll, Waker};
 /// ```
 /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// # rt.block_on(async {
-/// use fairlane::signal::unix::{signal, SignalKind};
-/// // Listening first makes the raise below safe to send.
-/// let _listening = signal(SignalKind::interrupt())?;
-/// let waiter = fairlane::spawn(fairlane::signal::ctrl_c());
-/// fairlane::time::sleep(std::time::Duration::from_millis(20)).await;
+/// let mut ctrl_c = std::pin::pin!(fairlane::signal::ctrl_c());
+/// // The first poll installs the handler and starts listening.
+/// assert!(futures_lite::future::poll_once(ctrl_c.as_mut()).await.is_none());
 /// // SAFETY: raise has no preconditions; SIGINT is handled now.
 /// unsafe { libc::raise(libc::SIGINT) };
-/// waiter.await.unwrap()?;
+/// ctrl_c.await?;
 /// # Ok::<(), std::io::Error>(()) })?;
 /// # Ok::<(), std::io::Error>(())
 /// ```

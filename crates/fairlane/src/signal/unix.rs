@@ -1,5 +1,19 @@
 //! Unix signals as streams of deliveries, with tokio's shapes:
 //! [`signal`], [`Signal`], [`SignalKind`].
+//!
+//! # Example
+//! ```
+//! use fairlane::signal::unix::{signal, SignalKind};
+//! let rt = fairlane::Runtime::builder().processors(1).build()?;
+//! rt.block_on(async {
+//!     let mut usr2 = signal(SignalKind::user_defined2())?;
+//!     // SAFETY: no preconditions; SIGUSR2 is handled now.
+//!     unsafe { libc::raise(libc::SIGUSR2) };
+//!     assert_eq!(usr2.recv().await, Some(()));
+//!     Ok::<(), std::io::Error>(())
+//! })?;
+//! # Ok::<(), std::io::Error>(())
+//! ```
 
 use std::io;
 use std::task::{Context, Poll};

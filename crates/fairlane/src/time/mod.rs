@@ -66,6 +66,17 @@ pub use clock::{advance, pause, resume};
 pub use instant::Instant;
 
 /// Errors of the time module.
+///
+/// # Example
+/// ```
+/// use fairlane::time::error::Elapsed;
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let timeout = fairlane::time::timeout(std::time::Duration::ZERO, std::future::pending::<()>());
+/// let err: Elapsed = rt.block_on(timeout).unwrap_err();
+/// let io: std::io::Error = err.into();
+/// assert_eq!(io.kind(), std::io::ErrorKind::TimedOut);
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub mod error {
     use std::fmt;
 
