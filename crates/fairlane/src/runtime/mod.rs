@@ -240,7 +240,7 @@ impl Runtime {
     ///     fairlane::spawn(async move { tx.send("foreground: done").unwrap() });
     ///     Ok::<(), std::io::Error>(())
     /// })?;
-    /// rt.shutdown_graceful(Duration::from_secs(5));
+    /// rt.shutdown_graceful(Duration::from_secs(60));
     /// let order: Vec<_> = rx.try_iter().collect();
     /// assert_eq!(order, ["foreground: done", "background: asked to stop"]);
     /// # Ok::<(), std::io::Error>(())
