@@ -47,14 +47,20 @@ impl ServerCpu {
         }
     }
 
-    /// Both clocks now.
+    /// Both clocks now, the server's first (the start of a window).
     pub fn read(&self) -> (Duration, Duration) {
         (read_clock(self.server), read_clock(self.client))
     }
 
     /// The server's CPU time since `start` (a [`ServerCpu::read`]).
+    ///
+    /// The two clocks are read in the opposite order to `read`'s, so the
+    /// load generator's time between two reads is never subtracted without
+    /// having been counted: a preempted reader can only overstate the
+    /// server's time by that gap, never cancel the server's time out.
     pub fn since(&self, (server0, client0): (Duration, Duration)) -> Duration {
-        let (server1, client1) = self.read();
+        let client1 = read_clock(self.client);
+        let server1 = read_clock(self.server);
         let cpu = server1.saturating_sub(server0);
         if self.here {
             cpu.saturating_sub(client1.saturating_sub(client0))
