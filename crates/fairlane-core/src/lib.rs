@@ -49,12 +49,14 @@
 
 extern crate alloc;
 
+mod cluster;
 mod host;
 mod idle;
 mod lane;
 mod local;
 mod queue;
 pub mod rand;
+mod registry;
 mod resize;
 mod scheduler;
 mod sync;
@@ -96,10 +98,8 @@ pub use scheduler::RemoveError;
 pub mod loom_scheduler {
     pub use crate::scheduler::{PushError, Scheduler};
 }
-pub use task::{
-    AbortHandle, AffinityError, Cancellable, Executor, SpawnOptions, TaskHandle, TaskMeta,
-    TasksFinished,
-};
+pub use cluster::{Executor, TasksFinished};
+pub use task::{AbortHandle, AffinityError, Cancellable, SpawnOptions, TaskHandle, TaskMeta};
 
 /// The scheduler's tunables. Start from [`Config::new`].
 ///
