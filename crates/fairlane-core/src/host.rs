@@ -54,7 +54,10 @@ pub unsafe trait Host: Send + Sync + 'static {
     /// Called by processor `processor`'s own thread at the top of every
     /// scheduling iteration, before it looks for work: the place for a host
     /// to drain I/O completions and expire timers, waking their tasks (which
-    /// then land on this processor's lanes). A host whose `park` waits on
+    /// then land on this processor's lanes). It must return promptly: the
+    /// processor tells sleeping processors about those tasks only after it
+    /// returns, and only if it leaves some behind when it takes the next
+    /// (`idle.md`, "Pushes between polls"). A host whose `park` waits on
     /// events too should drain them there as well: a wake it causes while
     /// the processor is committed to sleep reaches `unpark` through the idle
     /// protocol, so `park` returns. The default does nothing.

@@ -118,14 +118,17 @@ impl Idle {
 
     /// On processor `p`'s own thread: if `p` committed to sleep (the caller
     /// runs inside its `Host::park`), sets `WAKE` so that `sleep` returns once
-    /// `park` does. No unpark: the thread is awake, running this.
+    /// `park` does, and returns true. No unpark: the thread is awake, running
+    /// this.
     #[inline]
-    pub(crate) fn wake_self(&self, p: usize) {
+    pub(crate) fn wake_self(&self, p: usize) -> bool {
         // Relaxed: only `p`'s thread (this one) stores ASLEEP, so this read
         // sees its own latest store; a WAKE from others needs nothing more.
         if self.sem[p].load(Ordering::Relaxed) == ASLEEP {
             self.sem[p].swap(WAKE, Ordering::AcqRel);
+            return true;
         }
+        false
     }
 
     /// Whether processor `p` has committed to sleep and no waker has asked

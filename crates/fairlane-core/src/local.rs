@@ -45,6 +45,13 @@ pub(crate) struct Local {
     /// The task being polled on this processor (a type-erased pointer to its
     /// metadata), for calls that act on "the current task".
     pub(crate) current: crate::sync::AtomicPtr<()>,
+    /// Set while the processor is in `Host::poll_events`: its own filling
+    /// pushes then skip the idle handshake and set `unannounced` instead
+    /// (`idle.md`, "Pushes between polls").
+    pub(crate) in_events: AtomicBool,
+    /// A push made in `Host::poll_events` filled a lane and has not yet been
+    /// announced: the processor does the handshake after its next pop.
+    pub(crate) unannounced: AtomicBool,
 }
 
 /// `Local::stop` bits.
@@ -92,6 +99,8 @@ impl Local {
             occupied: AtomicBool::new(false),
             generation: AtomicU32::new(0),
             current: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
+            in_events: AtomicBool::new(false),
+            unannounced: AtomicBool::new(false),
         }
     }
 

@@ -618,6 +618,13 @@ impl<T> ReadyQueue<T> {
         self.scan(p, start, now, true)
     }
 
+    /// Whether any of processor `p`'s own lanes looks non-empty.
+    #[inline]
+    pub(crate) fn own_looks_nonempty(&self, p: usize) -> bool {
+        let base = p * self.stride;
+        (base..base + self.stride).any(|l| self.info[l].looks_nonempty())
+    }
+
     /// Whether any shared lane of an active processor looks non-empty.
     pub(crate) fn any_visible(&self) -> bool {
         (0..self.processors()).any(|i| {

@@ -122,12 +122,20 @@ impl<T, H: Host> Scheduler<T, H> {
             return self.push_remote(item, None, priority);
         }
         let filled = self.queue.push_local(p, item, priority)?;
-        if filled && self.queue.processors() == 1 {
+        let local = &self.queue.local[p];
+        if filled && local.in_events.load(Ordering::Relaxed) {
+            // Between polls: this processor pops next, and announces what
+            // it leaves behind then (idle.md, "Pushes between polls").
+            local.unannounced.store(true, Ordering::Relaxed);
+        } else if filled && self.queue.processors() == 1 {
             // The only processor pushes onto its own lanes: there is nobody
             // to wake but itself (idle.md, "A lone processor").
             self.idle.wake_self(p);
-        } else {
-            self.notify_after_push(filled);
+        } else if filled && !self.idle.wake_self(p) {
+            // Not from inside this processor's own `park` (there, it ends
+            // its own sleep and hands over on finding more work: idle.md,
+            // "Pushes from inside `park`").
+            self.notify_after_push(true);
         }
         Ok(())
     }
@@ -217,6 +225,19 @@ impl<T, H: Host> Scheduler<T, H> {
     /// part: a push onto a lane that already held work adds nothing a
     /// sleeper's final scan could miss, since the push that filled the lane
     /// did the handshake (idle.md, "Only filling pushes wake").
+    /// The deferred half of the pushes `p` made in `Host::poll_events`,
+    /// after its pop: if its own lanes still hold work (more was made
+    /// ready than it took), the waker's handshake, as a filling push does
+    /// it. Its fence orders those pushes, made before, ahead of the read of
+    /// `top` (idle.md, "Pushes between polls").
+    #[inline]
+    fn announce_leftovers(&self, p: usize) {
+        if self.queue.processors() > 1 && self.queue.own_looks_nonempty(p) {
+            fence(Ordering::SeqCst);
+            self.idle.notify_one(&self.host);
+        }
+    }
+
     #[inline]
     fn notify_after_push(&self, filled: bool) {
         if filled {
@@ -261,8 +282,15 @@ impl<T, H: Host> Scheduler<T, H> {
             if self.queue.is_closed() || local.stop.load(Ordering::Acquire) != 0 {
                 return None;
             }
+            local.in_events.store(true, Ordering::Relaxed);
             self.host.poll_events(p);
-            if let Some(found) = self.queue.pop(p, now).or_else(|| self.queue.steal(p, now)) {
+            local.in_events.store(false, Ordering::Relaxed);
+            let found = self.queue.pop(p, now).or_else(|| self.queue.steal(p, now));
+            if local.unannounced.load(Ordering::Relaxed) {
+                local.unannounced.store(false, Ordering::Relaxed);
+                self.announce_leftovers(p);
+            }
+            if let Some(found) = found {
                 return Some(self.found(p, found, handing_over));
             }
             if spins < self.spin_rounds {

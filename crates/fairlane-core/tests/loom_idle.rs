@@ -20,6 +20,11 @@ use loom::thread::{self, Thread};
 loom::thread_local! {
     /// The processor the current loom thread runs.
     static PROCESSOR: Cell<Option<usize>> = Cell::new(None);
+    /// Run by this thread's first `Host::poll_events`, as the std host's
+    /// reaps I/O completions there and wakes their tasks. A thread-local
+    /// rather than a field, so that the many calls with nothing to run add
+    /// no branch points to the models.
+    static EVENTS: std::cell::RefCell<Option<Box<dyn FnOnce()>>> = std::cell::RefCell::new(None);
 }
 
 /// A host whose processors are loom threads. Its clock stands still: ages
@@ -77,6 +82,12 @@ unsafe impl Host for LoomHost {
     fn unpark(&self, processor: usize) {
         if let Some(t) = &self.threads.lock().unwrap()[processor] {
             t.unpark();
+        }
+    }
+
+    fn poll_events(&self, _processor: usize) {
+        if let Some(events) = EVENTS.with(|e| e.borrow_mut().take()) {
+            events();
         }
     }
 }
@@ -282,6 +293,90 @@ fn idle_sleep_busy_processor_hands_over_to_the_next_sleeper() {
     model_at(2, || {
         busy_processors_race_sleepers(2, &[(1, Some(0)), (2, Some(1))])
     });
+}
+
+/// Two processors, each busy with the first item it takes; the first to
+/// park reaps two events there, pushing two items onto its own lane. It
+/// ends its own sleep (`Idle::wake_self`) instead of waking another
+/// sleeper, takes one item and finds the other still visible: the
+/// hand-over must wake the other processor, asleep or going to sleep
+/// (idle.md, "Pushes from inside `park`"). Fails if such a push neither
+/// wakes its own processor nor notifies (a deadlock: the parked processor
+/// sleeps on beside its items).
+#[test]
+fn idle_sleep_events_reaped_inside_a_park_reach_both_processors() {
+    model(|| {
+        let mut host = LoomHost::new(2);
+        host.parks = Some(Count::new());
+        let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
+        let inner = sched.clone();
+        // Taken (and dropped) by the park that runs it: no reference cycle.
+        *sched.host().on_park.lock().unwrap() = Some(Box::new(move || {
+            for item in [1, 2] {
+                inner.push(item, None).unwrap();
+            }
+        }));
+        let taken = Arc::new(Count::new());
+        let workers: Vec<_> = (0..2)
+            .map(|p| {
+                let (sched, taken) = (sched.clone(), taken.clone());
+                thread::spawn(move || busy_processor(&sched, p, &taken, 2))
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(taken.get(), 2, "an item was handed out twice or lost");
+    });
+}
+
+/// Processor 0 makes two items ready in one `Host::poll_events` (two
+/// completions reaped at once), onto its own lane, while processor 1 goes
+/// to sleep (or, with `asleep`, after it has gone to sleep); each processor
+/// stays busy with the first item it takes. Pushes made between polls skip
+/// the handshake, and processor 0 announces what it leaves behind after its
+/// pop (idle.md, "Pushes between polls"): without that announcement,
+/// processor 1 sleeps on beside the second item, a deadlock loom reports
+/// (seen by deleting the call of `announce_leftovers` in `Scheduler::next`).
+fn events_race_a_sleeper(asleep: bool) {
+    let mut host = LoomHost::new(2);
+    host.parks = Some(Count::new());
+    let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
+    let taken = Arc::new(Count::new());
+    let sleeper = {
+        let (sched, taken) = (sched.clone(), taken.clone());
+        thread::spawn(move || busy_processor(&sched, 1, &taken, 2))
+    };
+    if asleep {
+        sched.host().parks.as_ref().unwrap().wait_for(1);
+    }
+    let reaper = {
+        let (sched, taken) = (sched.clone(), taken.clone());
+        thread::spawn(move || {
+            let inner = sched.clone();
+            EVENTS.with(|e| {
+                *e.borrow_mut() = Some(Box::new(move || {
+                    for item in [1, 2] {
+                        inner.push(item, None).unwrap();
+                    }
+                }))
+            });
+            busy_processor(&sched, 0, &taken, 2);
+        })
+    };
+    sleeper.join().unwrap();
+    reaper.join().unwrap();
+    assert_eq!(taken.get(), 2, "an item was handed out twice or lost");
+}
+
+#[test]
+fn idle_sleep_events_reaped_beside_a_sleeper_are_announced() {
+    model(|| events_race_a_sleeper(true));
+}
+
+#[test]
+fn idle_sleep_events_reaped_while_another_goes_to_sleep_are_announced() {
+    model(|| events_race_a_sleeper(false));
 }
 
 /// `release` (the hand-back of std's `block_in_place`) racing a processor
