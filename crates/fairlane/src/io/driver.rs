@@ -90,12 +90,12 @@ pub(crate) struct Driver {
 
 /// One processor's engine, timers and outstanding operations.
 pub(crate) struct ProcessorIo {
-    pub(crate) index: usize,
-    pub(crate) engine: Engine,
+    pub(super) index: usize,
+    pub(super) engine: Engine,
     /// The driver: operations and registrations of a removed processor move
     /// to another of its engines (not a strong reference: the driver owns
     /// its engines).
-    pub(crate) driver: Weak<Driver>,
+    pub(super) driver: Weak<Driver>,
     state: Mutex<State>,
     /// Whether the owner is parked, until when, on which wait: written by
     /// the owner under the lock, read by wakers, timer adders and rescuers
@@ -106,7 +106,7 @@ pub(crate) struct ProcessorIo {
     /// Operations in the slab plus registered descriptors, and the earliest
     /// timer: written under the lock, read without it to keep `poll_events`
     /// cheap, and by the watch handshake.
-    pub(crate) work: Work,
+    work: Work,
     /// What the paused clock's idle check reads (time/clock.md).
     marks: EngineMarks,
     /// Submissions pushed but not yet handed to the kernel.
@@ -124,24 +124,27 @@ pub(crate) enum Engine {
     Poll(super::reactor::Poller),
 }
 
-/// What the processor's lock guards.
+/// What the processor's lock guards. The backends' own tables are theirs
+/// (`ops` and `sq_log`: `uring.rs`; `fds`: `reactor.rs`); the rest is the
+/// driver's, which the backends read and change through `State`'s methods,
+/// each one step that keeps those words consistent.
 pub(crate) struct State {
-    pub(crate) ops: Slab<OpSlot>,
-    pub(crate) fds: Slab<Arc<FdState>>,
-    pub(crate) wheel: Wheel,
+    pub(super) ops: Slab<OpSlot>,
+    pub(super) fds: Slab<Arc<FdState>>,
+    wheel: Wheel,
     /// `unflushed` as the previous `poll_events` saw it (the batching rule).
     unflushed_seen: u32,
     /// The eventfd read that lets `unpark` wake a ring is in flight.
-    pub(crate) wake_armed: bool,
+    wake_armed: bool,
     /// The last attempt to arm it failed (logged once per failure run).
-    pub(crate) wake_arm_failed: bool,
+    wake_arm_failed: bool,
     /// Someone reaped a wake-up (`unpark`) that `park` has not consumed.
-    pub(crate) woken: bool,
+    woken: bool,
     /// Wakers collected where they could not be woken yet.
-    pub(crate) pending_wakers: Vec<Waker>,
-    pub(crate) stopped: bool,
+    pending_wakers: Vec<Waker>,
+    stopped: bool,
     /// The ring's published entries and whether it broke (`uring::SqLog`).
-    pub(crate) sq_log: uring::SqLog,
+    pub(super) sq_log: uring::SqLog,
 }
 
 impl Driver {
@@ -431,10 +434,74 @@ impl ProcessorIo {
         self.work.add(st) && self.sleep.parked_until(st).is_none()
     }
 
+    /// Under the lock (`st`): `n` operations or registrations fewer in this
+    /// engine (completed, settled, or deregistered).
+    pub(crate) fn work_removed(&self, st: &State, n: usize) {
+        self.work.remove(st, n);
+    }
+
     /// Without the lock, a hint: whether this engine's ring broke (it takes
     /// no new operations).
     fn ring_broken(&self) -> bool {
         matches!(&self.engine, Engine::Uring(ring) if ring.is_broken())
+    }
+}
+
+impl State {
+    /// Whether the engine stopped for good (`Driver::processor_stopped`,
+    /// the only one to set it): new work goes to another engine.
+    pub(crate) fn is_stopped(&self) -> bool {
+        self.stopped
+    }
+
+    /// Whether the read of the wake-up eventfd is in flight, so that
+    /// `unpark` can end a wait in the ring.
+    pub(crate) fn wake_armed(&self) -> bool {
+        self.wake_armed
+    }
+
+    /// The wake-up read was pushed (`Ring::arm_wake`): armed, and a run of
+    /// failed attempts to arm it is over.
+    pub(crate) fn wake_read_armed(&mut self) {
+        self.wake_armed = true;
+        self.wake_arm_failed = false;
+    }
+
+    /// An attempt to arm the wake-up read failed. Returns whether the one
+    /// before it did not (a run of failures begins: logged once).
+    pub(crate) fn note_wake_arm_failure(&mut self) -> bool {
+        !std::mem::replace(&mut self.wake_arm_failed, true)
+    }
+
+    /// The wake-up read's completion was reaped: no longer armed, and the
+    /// wake-up is left for `park` (`woken`).
+    pub(crate) fn wake_read_completed(&mut self) {
+        self.wake_armed = false;
+        self.woken = true;
+    }
+
+    /// The wake-up read's entry never reaches the kernel (its ring broke
+    /// before consuming it): not armed.
+    pub(crate) fn wake_read_unsubmitted(&mut self) {
+        self.wake_armed = false;
+    }
+
+    /// A wake-up was taken out of the engine (the poller's eventfd): left
+    /// for `park` (`woken`).
+    pub(crate) fn wake_reaped(&mut self) {
+        self.woken = true;
+    }
+
+    /// Wakers collected where they cannot be woken yet: the next reap or
+    /// flush hands them to its caller (`take_pending_wakers`).
+    pub(crate) fn defer_wakers(&mut self, wakers: Vec<Waker>) {
+        self.pending_wakers.extend(wakers);
+    }
+
+    /// Moves the wakers collected so far (`defer_wakers`) to `fired`, to be
+    /// woken after unlocking.
+    pub(crate) fn take_pending_wakers(&mut self, fired: &mut Vec<Waker>) {
+        fired.append(&mut self.pending_wakers);
     }
 }
 
