@@ -190,7 +190,7 @@ impl Poller {
                         8,
                     )
                 };
-                st.woken = true;
+                st.wake_reaped();
             } else if let Some(fd) = st.fds.get(key) {
                 fd.ready(read, write, fired);
             }
@@ -227,7 +227,7 @@ fn register(
         return Err(io::Error::other("not a fallback runtime"));
     };
     let mut st = proc.lock();
-    if st.stopped {
+    if st.is_stopped() {
         return Err(shut_down_error());
     }
     let key = st.fds.insert(state.clone());
@@ -290,7 +290,7 @@ pub(crate) fn rehome(
         match driver.live_proc(from.index) {
             Ok(to) => match register(to.clone(), state, &mut home) {
                 Ok(()) => break Ok(()),
-                Err(_) if to.lock().stopped => {}
+                Err(_) if to.lock().is_stopped() => {}
                 Err(e) => break Err(e),
             },
             Err(e) => break Err(e),
@@ -338,7 +338,7 @@ impl Registration {
         });
         let mut home = state.home();
         while let Err(e) = register(proc.clone(), &state, &mut home) {
-            if !proc.lock().stopped || driver.check_live().is_err() {
+            if !proc.lock().is_stopped() || driver.check_live().is_err() {
                 return Err(e);
             }
             // This processor's engine stopped (it is being removed while
@@ -479,7 +479,7 @@ impl Drop for Registration {
         // took it out (then `rehome`, waiting for `home`, skips it).
         if st.fds.get(key).is_some_and(|s| Arc::ptr_eq(s, &self.state)) {
             st.fds.remove(key);
-            proc.work.remove(&*st, 1);
+            proc.work_removed(&st, 1);
         }
         // SAFETY: the owner of the descriptor drops this registration before
         // closing it, so it is open here.

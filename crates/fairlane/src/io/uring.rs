@@ -381,8 +381,8 @@ impl Ring {
         self.push(proc, st, &entry, &mut fired)?;
         // Wakers reaped while making room wait in the state for the next
         // reap, which hands them to its caller.
-        st.wake_armed = true;
-        st.pending_wakers.extend(fired);
+        st.wake_read_armed();
+        st.defer_wakers(fired);
         Ok(())
     }
 
@@ -452,7 +452,7 @@ impl Ring {
             match user_data {
                 // Never armed in the kernel: `unpark` cannot end a wait in
                 // this ring (`park` waits on the futex).
-                WAKE => st.wake_armed = false,
+                WAKE => st.wake_read_unsubmitted(),
                 // Its target is unconsumed too (settled here) or in the
                 // kernel, which holds its file; `evacuate` cancels it.
                 CANCEL => {}
@@ -674,8 +674,7 @@ impl Ring {
                 for cqe in &mut cq {
                     match cqe.user_data() {
                         WAKE => {
-                            st.wake_armed = false;
-                            st.woken = true;
+                            st.wake_read_completed();
                             // The read is over: the buffer may be freed,
                             // even if stopping gave up waiting for it. (Read
                             // first: no write on every wake-up's path.)
@@ -694,27 +693,25 @@ impl Ring {
             }
             self.enter_for_events();
         }
-        if !st.wake_armed && !st.stopped && st.sq_log.broken.is_none() {
+        if !st.wake_armed() && !st.is_stopped() && st.sq_log.broken.is_none() {
             // Re-armed after its completion, and tried again by every reap
             // after a failed arm (a submission queue that stays full): while
             // it is not armed, `unpark` cannot end a wait in the ring, so
             // `park` sleeps on the futex instead (bounded while operations
             // are in flight, whose completions only the ring shows).
-            match self.arm_wake(proc, st) {
-                Ok(()) => st.wake_arm_failed = false,
-                Err(e) => {
-                    if !std::mem::replace(&mut st.wake_arm_failed, true) {
-                        tracing::warn!(
-                            processor = proc.index,
-                            error = %e,
-                            "fairlane cannot re-arm the wake-up read of an io_uring ring; \
-                             its processor sleeps on the futex until it can"
-                        );
-                    }
+            // Logged once per run of failures (arming ends the run).
+            if let Err(e) = self.arm_wake(proc, st) {
+                if st.note_wake_arm_failure() {
+                    tracing::warn!(
+                        processor = proc.index,
+                        error = %e,
+                        "fairlane cannot re-arm the wake-up read of an io_uring ring; \
+                         its processor sleeps on the futex until it can"
+                    );
                 }
             }
         }
-        fired.append(&mut st.pending_wakers);
+        st.take_pending_wakers(fired);
     }
 
     /// `io_uring_enter` with nothing to submit and nothing to wait for: it
@@ -803,7 +800,7 @@ impl Ring {
             .iter()
             .filter(|(_, s)| !matches!(s, OpSlot::Done(_)))
             .map(|(k, _)| k as u64)
-            .chain(st.wake_armed.then_some(WAKE))
+            .chain(st.wake_armed().then_some(WAKE))
             .collect();
         for key in keys {
             let cancel = opcode::AsyncCancel::new(key).build().user_data(CANCEL);
@@ -816,7 +813,7 @@ impl Ring {
         let deadline = Instant::now() + STOP_PATIENCE;
         loop {
             let in_flight =
-                st.wake_armed || st.ops.iter().any(|(_, s)| !matches!(s, OpSlot::Done(_)));
+                st.wake_armed() || st.ops.iter().any(|(_, s)| !matches!(s, OpSlot::Done(_)));
             if !in_flight {
                 break;
             }
@@ -833,7 +830,7 @@ impl Ring {
                         orphan.leak(proc, key, fired);
                     }
                 }
-                self.leak_wake.store(st.wake_armed, Ordering::Relaxed);
+                self.leak_wake.store(st.wake_armed(), Ordering::Relaxed);
                 break;
             }
             self.wait(Some((deadline - now).min(Duration::from_millis(100))));
@@ -866,7 +863,7 @@ fn complete(proc: &ProcessorIo, st: &mut State, key: usize, result: i32, fired: 
             } else {
                 result
             });
-            proc.work.remove(&*st, 1);
+            proc.work_removed(st, 1);
         }
         OpSlot::Abandoned(_) => {
             // The kernel is done with the resources.
@@ -874,7 +871,7 @@ fn complete(proc: &ProcessorIo, st: &mut State, key: usize, result: i32, fired: 
                 unreachable!("matched above")
             };
             orphan.finish(proc, key, result, fired);
-            proc.work.remove(&*st, 1);
+            proc.work_removed(st, 1);
         }
         OpSlot::Done(_) => {}
     }
@@ -891,7 +888,7 @@ fn unsubmitted(proc: &ProcessorIo, st: &mut State, key: usize, fired: &mut Vec<W
                 fired.push(w);
             }
             st.ops[key] = OpSlot::Done(UNSUBMITTED);
-            proc.work.remove(&*st, 1);
+            proc.work_removed(st, 1);
         }
         Some(OpSlot::Abandoned(_)) => complete(proc, st, key, -libc::ECANCELED, fired),
         Some(OpSlot::Done(_)) | None => {}
@@ -973,7 +970,7 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Process
         return Err(io::Error::other("not an io_uring runtime"));
     };
     let broken = ring.broken_error(&proc, &mut st, &mut fired);
-    if st.stopped || broken.is_some() {
+    if st.is_stopped() || broken.is_some() {
         // The calling processor's engine stopped (the processor is being
         // removed while this thread still runs a task) or its ring broke:
         // use another.
@@ -986,7 +983,7 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Process
         };
         local = false;
         st = proc.lock();
-        if st.stopped {
+        if st.is_stopped() {
             return Err(shut_down_error());
         }
     }
@@ -1007,7 +1004,7 @@ fn push_entry(driver: &Driver, entry: &squeue::Entry) -> io::Result<(Arc<Process
     // batch is large (the other flush points are in the driver).
     if !local || proc.unflushed() > super::driver::FLUSH_THRESHOLD {
         proc.flush(&mut st);
-        fired.append(&mut st.pending_wakers);
+        st.take_pending_wakers(&mut fired);
     }
     if !local {
         proc.wake_if_on_futex();
@@ -1089,7 +1086,7 @@ impl<T: Send + 'static> Drop for Op<T> {
         };
         let mut fired = Vec::new();
         let mut st = self.proc.lock();
-        let stopped = st.stopped;
+        let stopped = st.is_stopped();
         let Some(slot) = st.ops.get_mut(self.key) else {
             return;
         };
@@ -1138,7 +1135,7 @@ fn cancel_now(ring: &Ring, proc: &ProcessorIo, st: &mut State, key: usize, fired
         .user_data(CANCEL);
     let _ = ring.push(proc, st, &cancel, fired);
     proc.flush_now(st);
-    fired.append(&mut st.pending_wakers);
+    st.take_pending_wakers(fired);
 }
 
 /// A socket with carried writes in flight is dropped: cancels each that is
@@ -1154,7 +1151,7 @@ pub(crate) fn cancel_kept(carry: &Carry) {
         let mut st = proc.lock();
         // Under the engine lock, a key still listed is still that write's
         // slot: its completion removes it from the list under this lock.
-        if !st.stopped && carry.write_in_flight(&proc, key) {
+        if !st.is_stopped() && carry.write_in_flight(&proc, key) {
             cancel_now(ring, &proc, &mut st, key, &mut fired);
         }
         drop(st);
@@ -1194,7 +1191,7 @@ mod tests {
         let mut st = proc.lock();
         let read = |st: &mut State, buf: &mut [u8; 8], fired: &mut Vec<Waker>| {
             let key = st.ops.insert(OpSlot::Waiting(None));
-            proc.work.add(&*st);
+            proc.work_added(st);
             let entry = opcode::Read::new(types::Fd(rx.as_raw_fd()), buf.as_mut_ptr(), 8)
                 .build()
                 .user_data(key as u64);
