@@ -1,18 +1,20 @@
-//! Connections whose I/O sits in the engine of a processor that the OS
-//! barely lets run. A task that spins on a processor is rescued by helping;
-//! a processor *preempted* by the OS is different: its thread runs nothing
-//! it would do itself (reap its ring, run its kernel completion work, poll
-//! its readiness set) until it gets a CPU again, while rescuers may drain
-//! its engine at the same time (`io/driver.md`, "A processor the OS does
-//! not run").
+//! Reads whose I/O sits in the engine of a processor whose thread does not
+//! run the runtime: one that the OS barely lets run, and one that a task
+//! blocks in a system call. A task that spins on a processor is rescued by
+//! helping; a processor *preempted* by the OS is different: its thread runs
+//! nothing it would do itself (reap its ring, run its kernel completion
+//! work, poll its readiness set) until it gets a CPU again, while rescuers
+//! may drain its engine at the same time (`io/driver.md`, "A processor the
+//! OS does not run").
 //!
-//! The emulation: processor 1's thread is moved to one CPU beside a busy
-//! thread that is not the runtime's, at `SCHED_IDLE`, so that it gets a
-//! time slice only now and then. Every connection's server task started
+//! The first emulation: processor 1's thread is moved to one CPU beside a
+//! busy thread that is not the runtime's, at `SCHED_IDLE`, so that it gets
+//! a time slice only now and then. Every connection's server task started
 //! there and has its read in flight in that processor's engine. Every
 //! connection must still be served, each echo intact and in order, on both
 //! backends, within a deadline that only a connection left behind for good
-//! trips (how fast is the benchmark's business, not this test's).
+//! trips (how fast is the benchmark's business, not this test's). The
+//! second is described at its test.
 
 mod common;
 
@@ -25,7 +27,10 @@ use std::time::Duration;
 use fairlane::io::IoBackend;
 use fairlane::net::TcpListener;
 
-common::on_both_backends!(connections_of_a_preempted_processor_are_served);
+common::on_both_backends!(
+    connections_of_a_preempted_processor_are_served,
+    a_read_of_a_processor_blocked_in_a_system_call_is_served,
+);
 
 const CONNECTIONS: usize = 24;
 const ROUNDS: usize = 5;
@@ -138,6 +143,66 @@ fn connections_of_a_preempted_processor_are_served(backend: IoBackend) {
     busy.join().unwrap();
     drop(clients);
     drop(rt);
+}
+
+/// How long the blocking task below blocks its processor at most: far longer
+/// than a rescue takes, so a read served only once it gives up fails.
+const BLOCK_LIMIT: Duration = Duration::from_secs(20);
+
+/// A read is in flight in processor 1's engine (submitted there) when a
+/// task restricted to processor 1 blocks that processor's thread in a
+/// system call (`std::thread::sleep`, in short steps) until the read has
+/// been served. The thread is asleep in the kernel, neither parked nor
+/// running tasks: on io_uring the kernel runs the read's completion work on
+/// it all the same, and another processor must reap the completion and run
+/// the reading task; on the fallback backend another processor must poll
+/// processor 1's readiness set. Without a rescue the read is served only
+/// after the blocker gives up, which the test reports.
+fn a_read_of_a_processor_blocked_in_a_system_call_is_served(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 2);
+    let victim = rt.handle().cluster().processors()[1];
+    let (server, mut client) = common::std_pair();
+    let submitted = Arc::new(AtomicBool::new(false));
+    let served = Arc::new(AtomicBool::new(false));
+    let (s, sv) = (submitted.clone(), served.clone());
+    let reader = fairlane::task::Builder::new()
+        .affinity([victim])
+        .spawn_on(
+            async move {
+                let server = fairlane::net::TcpStream::from_std(server).unwrap();
+                // Any processor may run this task from its next wake-up on;
+                // its read is submitted here, on the victim.
+                fairlane::task::set_affinity(None::<Vec<_>>).unwrap();
+                let mut read = std::pin::pin!(server.read_owned(Vec::with_capacity(16)));
+                assert!(futures_lite::future::poll_once(read.as_mut())
+                    .await
+                    .is_none());
+                let blocker = fairlane::task::Builder::new()
+                    .affinity([victim])
+                    .spawn(async move {
+                        let start = std::time::Instant::now();
+                        while !sv.load(Ordering::SeqCst) && start.elapsed() < BLOCK_LIMIT {
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                        sv.load(Ordering::SeqCst)
+                    })
+                    .unwrap();
+                s.store(true, Ordering::SeqCst);
+                let (n, buf) = read.await;
+                served.store(true, Ordering::SeqCst);
+                (n.unwrap(), buf, blocker)
+            },
+            rt.handle(),
+        )
+        .unwrap();
+    common::wait_until("the read is submitted", || submitted.load(Ordering::SeqCst));
+    client.write_all(b"ping").unwrap();
+    let (n, buf, blocker) = rt.block_on(reader).unwrap();
+    assert_eq!(&buf[..n], b"ping");
+    assert!(
+        rt.block_on(blocker).unwrap(),
+        "the read was served only after its processor's thread stopped blocking"
+    );
 }
 
 /// One round trip of a message naming `client` and `round`, checked.
