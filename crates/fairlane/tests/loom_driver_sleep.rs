@@ -16,7 +16,7 @@
 //! `ProcessorIo::wake_if_on_futex`, `ProcessorIo::futex_wait` and
 //! `futex_wake` (`src/io/driver/park.rs`) and `push_entry` (`uring.rs`);
 //! the core's idle sleep around `Host::park` (`sem`: `commit`, `sleep`,
-//! `wake_self`) from fairlane-core's `idle.rs`, with its orderings. The kernel side (the completion queue, the eventfd and its
+//! `wake`, `wake_self`) from fairlane-core's `idle.rs`, with its orderings. The kernel side (the completion queue, the eventfd and its
 //! armed read, operations in flight, a wait in `io_uring_enter`, the futex
 //! queue) is a small model of its own.
 //!
@@ -327,6 +327,15 @@ impl ProcessorIo {
             }
         }
     }
+
+    /// `Idle::wake` for this processor: `sem` to `WAKE` (AcqRel), and
+    /// `Host::unpark` (`Driver::unpark`: `notify`) if it had committed to
+    /// sleep.
+    fn idle_wake(&self) {
+        if self.sem.swap(WAKE, Ordering::AcqRel) == ASLEEP {
+            self.notify();
+        }
+    }
 }
 
 /// Every interleaving with up to this many preemptions (loom's bound; the
@@ -400,6 +409,66 @@ fn work_put_in_a_futex_sleepers_engine_wakes_it() {
         proc.idle_sleep();
         submitter.join().unwrap();
         kernel.join().unwrap();
+    });
+}
+
+/// Two parks in a row under one idle commit, the first in the ring, the
+/// second on the futex: the owner goes to sleep with an operation in flight
+/// whose future was dropped, so it waits in the ring; the kernel completes
+/// the operation, the park returns having woken nobody, the core's loop
+/// reads `sem` still `ASLEEP` and parks again, now with nothing in the
+/// engine: on the futex. A waker (`Idle::wake`) races both. Its `notify`
+/// may read the first park's `IN_ENGINE`, and its eventfd write must then
+/// still end the second park, or the core's reread of `sem` must see its
+/// `WAKE`.
+///
+/// Fails as the code is (a deadlock): the waker swaps `sem` to `WAKE` and
+/// reads `IN_ENGINE`; the first park ends on the completion and stores
+/// `AWAKE`; the core's Acquire load of `sem` reads `ASLEEP` (nothing orders
+/// it after the waker's swap: a store, then a load of another word, on
+/// each side, with SeqCst only on the `mode` pair); the second park waits
+/// on the futex; the eventfd write lands in the ring. Passes with a SeqCst
+/// fence after `awake` in `park` and another before `notify` reads the
+/// mode (not with either alone), or with `sem`'s commit, swap and load
+/// SeqCst. With the two fences it fails again when `notify` skips the
+/// futex wake for `ON_FUTEX`.
+#[test]
+#[ignore = "finds a lost wake-up: a waker's mode read is not ordered after a later park's awake"]
+fn a_wake_racing_a_park_from_the_ring_to_the_futex_is_not_lost() {
+    model(|| {
+        let proc = Arc::new(ProcessorIo::with_op_in_flight(true));
+        let waker = spawn_on(&proc, ProcessorIo::idle_wake);
+        let kernel = spawn_on(&proc, ProcessorIo::complete_op);
+        proc.idle_sleep();
+        waker.join().unwrap();
+        kernel.join().unwrap();
+    });
+}
+
+/// The other way round: the owner goes to sleep with nothing in its engine
+/// (on the futex); another thread submits an operation that stays in
+/// flight, sees `ON_FUTEX` and wakes the futex; the park returns having
+/// woken nobody, and the core parks again, now in the ring. A waker races
+/// both; its `notify` may read the first park's `ON_FUTEX`, and its futex
+/// wake must then still end the second park, or the core's reread of `sem`
+/// must see its `WAKE`.
+///
+/// Fails as the code is (a deadlock), by the same reorder: the waker swaps
+/// `sem` and reads `ON_FUTEX`; the submitter's futex wake ends the first
+/// park; the core reads `sem` still `ASLEEP`; the second park waits in the
+/// ring; the waker's futex wake comes after. Passes with the same two
+/// fences; with them it fails again when `notify` skips the eventfd write
+/// for `IN_ENGINE`.
+#[test]
+#[ignore = "finds a lost wake-up: a waker's mode read is not ordered after a later park's awake"]
+fn a_wake_racing_a_park_from_the_futex_to_the_ring_is_not_lost() {
+    model(|| {
+        let proc = Arc::new(ProcessorIo::new());
+        let waker = spawn_on(&proc, ProcessorIo::idle_wake);
+        let submitter = spawn_on(&proc, ProcessorIo::submit_from_another_thread);
+        proc.idle_sleep();
+        waker.join().unwrap();
+        submitter.join().unwrap();
     });
 }
 
