@@ -152,7 +152,7 @@ impl ProcessorIo {
     /// `ProcessorIo::notify`: wakes the wait the owner chose, or leaves both
     /// tokens.
     fn notify(&self) {
-        match self.sleep.mode() {
+        match self.sleep.mode_for_wake() {
             ON_FUTEX => self.futex_wake(),
             IN_ENGINE => self.eventfd_write(),
             _ => {
@@ -422,18 +422,15 @@ fn work_put_in_a_futex_sleepers_engine_wakes_it() {
 /// still end the second park, or the core's reread of `sem` must see its
 /// `WAKE`.
 ///
-/// Fails as the code is (a deadlock): the waker swaps `sem` to `WAKE` and
-/// reads `IN_ENGINE`; the first park ends on the completion and stores
-/// `AWAKE`; the core's Acquire load of `sem` reads `ASLEEP` (nothing orders
-/// it after the waker's swap: a store, then a load of another word, on
-/// each side, with SeqCst only on the `mode` pair); the second park waits
-/// on the futex; the eventfd write lands in the ring. Passes with a SeqCst
-/// fence after `awake` in `park` and another before `notify` reads the
-/// mode (not with either alone), or with `sem`'s commit, swap and load
-/// SeqCst. With the two fences it fails again when `notify` skips the
-/// futex wake for `ON_FUTEX`.
+/// The race: the waker swaps `sem` to `WAKE` and reads `IN_ENGINE`; the
+/// first park ends on the completion and stores `AWAKE`; the core's Acquire
+/// load of `sem` reads `ASLEEP`; the second park waits on the futex; the
+/// eventfd write lands in the ring. Each side stores one word and then loads
+/// the other's, and only the fence of `SleepState::awake` on the owner's
+/// side and that of `SleepState::mode_for_wake` on the waker's rule the
+/// reorder out. Fails (a deadlock) with either fence removed, and with
+/// `notify` skipping the futex wake for `ON_FUTEX`.
 #[test]
-#[ignore = "finds a lost wake-up: a waker's mode read is not ordered after a later park's awake"]
 fn a_wake_racing_a_park_from_the_ring_to_the_futex_is_not_lost() {
     model(|| {
         let proc = Arc::new(ProcessorIo::with_op_in_flight(true));
@@ -453,14 +450,12 @@ fn a_wake_racing_a_park_from_the_ring_to_the_futex_is_not_lost() {
 /// wake must then still end the second park, or the core's reread of `sem`
 /// must see its `WAKE`.
 ///
-/// Fails as the code is (a deadlock), by the same reorder: the waker swaps
-/// `sem` and reads `ON_FUTEX`; the submitter's futex wake ends the first
-/// park; the core reads `sem` still `ASLEEP`; the second park waits in the
-/// ring; the waker's futex wake comes after. Passes with the same two
-/// fences; with them it fails again when `notify` skips the eventfd write
-/// for `IN_ENGINE`.
+/// The race, the same reorder: the waker swaps `sem` and reads `ON_FUTEX`;
+/// the submitter's futex wake ends the first park; the core reads `sem`
+/// still `ASLEEP`; the second park waits in the ring; the waker's futex
+/// wake comes after. Fails with either fence removed, and with `notify`
+/// skipping the eventfd write for `IN_ENGINE`.
 #[test]
-#[ignore = "finds a lost wake-up: a waker's mode read is not ordered after a later park's awake"]
 fn a_wake_racing_a_park_from_the_futex_to_the_ring_is_not_lost() {
     model(|| {
         let proc = Arc::new(ProcessorIo::new());

@@ -58,10 +58,18 @@ impl SleepState {
         self.mode.store(mode, Ordering::SeqCst);
     }
 
-    /// Owner, under the lock, after its wait: awake again.
+    /// Owner, under the lock, after its wait: awake again. The fence orders
+    /// the `AWAKE` before the owner's next look at the core's `sem` (the
+    /// core's sleep loop may park again under the same idle commit), against
+    /// a waker's swap of `sem` and its fenced read of the mode
+    /// ([`mode_for_wake`](Self::mode_for_wake)): either the owner sees the
+    /// waker's `WAKE` and parks no more, or the waker reads this `AWAKE` (or
+    /// the next wait's mode) and wakes that wait (driver.md, "Why a wake is
+    /// never lost between the two").
     pub(crate) fn awake<L>(&self, _locked: &L) {
         self.mode.store(AWAKE, Ordering::SeqCst);
         self.parked_until.store(NOT_PARKED, Ordering::Relaxed);
+        fence(Ordering::SeqCst);
     }
 
     /// Under the lock: the tick the owner waits until, if it is parked.
@@ -91,6 +99,14 @@ impl SleepState {
 
     /// For wakers, without the lock: the owner's wait (SeqCst, see `commit`).
     pub(crate) fn mode(&self) -> u8 {
+        self.mode.load(Ordering::SeqCst)
+    }
+
+    /// [`mode`](Self::mode) for `notify`, which runs after the core's swap
+    /// of the owner's `sem`: the fence orders that swap before this read,
+    /// pairing with the fence of [`awake`](Self::awake).
+    pub(crate) fn mode_for_wake(&self) -> u8 {
+        fence(Ordering::SeqCst);
         self.mode.load(Ordering::SeqCst)
     }
 

@@ -189,7 +189,7 @@ impl ProcessorIo {
     /// Makes the owner's `park` return (or its next one): wakes the wait
     /// it is in, or leaves both tokens when it has not chosen one yet.
     pub(crate) fn notify(&self) {
-        match self.sleep.mode() {
+        match self.sleep.mode_for_wake() {
             ON_FUTEX => self.futex_wake(),
             IN_ENGINE => self.engine_notify(),
             _ => {
