@@ -73,29 +73,16 @@ fn connections_of_a_preempted_processor_are_served(backend: IoBackend) {
                 for _ in 0..CONNECTIONS {
                     let (stream, _) = listener.accept().await.unwrap();
                     let r = r.clone();
+                    let mut first = true;
+                    let after_echo = move || {
+                        if std::mem::take(&mut first) {
+                            fairlane::task::set_affinity(None::<Vec<_>>).unwrap();
+                            r.fetch_add(1, Ordering::SeqCst);
+                        }
+                    };
                     fairlane::task::Builder::new()
                         .affinity([victim])
-                        .spawn(async move {
-                            let mut buf = Vec::with_capacity(64);
-                            let mut first = true;
-                            loop {
-                                let (n, b) = stream.read_owned(buf).await;
-                                if !matches!(n, Ok(n) if n > 0) {
-                                    return;
-                                }
-                                let (w, b) = stream.write_all_owned(b).await;
-                                if w.is_err() {
-                                    return;
-                                }
-                                buf = b;
-                                buf.clear();
-                                if first {
-                                    first = false;
-                                    fairlane::task::set_affinity(None::<Vec<_>>).unwrap();
-                                    r.fetch_add(1, Ordering::SeqCst);
-                                }
-                            }
-                        })
+                        .spawn(common::echo_stream(stream, after_echo))
                         .unwrap();
                 }
             },

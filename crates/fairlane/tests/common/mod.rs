@@ -123,20 +123,26 @@ pub(crate) use on_both_backends;
 /// until accepting fails.
 pub async fn echo_server(listener: fairlane::net::TcpListener) {
     while let Ok((stream, _)) = listener.accept().await {
-        fairlane::spawn(async move {
-            let mut buf = Vec::with_capacity(4096);
-            loop {
-                let (n, b) = stream.read_owned(buf).await;
-                if !matches!(n, Ok(n) if n > 0) {
-                    return;
-                }
-                let (r, b) = stream.write_all_owned(b).await;
-                if r.is_err() {
-                    return;
-                }
-                buf = b;
-            }
-        });
+        fairlane::spawn(echo_stream(stream, || {}));
+    }
+}
+
+/// Echoes what `stream` receives until it closes or fails, calling
+/// `after_echo` after each echo is written.
+pub async fn echo_stream(stream: fairlane::net::TcpStream, mut after_echo: impl FnMut()) {
+    let mut buf = Vec::with_capacity(4096);
+    loop {
+        let (n, b) = stream.read_owned(buf).await;
+        if !matches!(n, Ok(n) if n > 0) {
+            return;
+        }
+        let (r, mut b) = stream.write_all_owned(b).await;
+        if r.is_err() {
+            return;
+        }
+        b.clear();
+        buf = b;
+        after_echo();
     }
 }
 
