@@ -219,12 +219,6 @@ impl<T, H: Host> Scheduler<T, H> {
         Ok(())
     }
 
-    /// Waker side of the idle handshake (idle.md): the push is complete (its
-    /// lane lock released) before this fence; the published sleeper is read
-    /// after it. Only a push that made its lane non-empty (`filled`) takes
-    /// part: a push onto a lane that already held work adds nothing a
-    /// sleeper's final scan could miss, since the push that filled the lane
-    /// did the handshake (idle.md, "Only filling pushes wake").
     /// The deferred half of the pushes `p` made in `Host::poll_events`,
     /// after its pop: if its own lanes still hold work (more was made
     /// ready than it took), the waker's handshake, as a filling push does
@@ -232,12 +226,15 @@ impl<T, H: Host> Scheduler<T, H> {
     /// `top` (idle.md, "Pushes between polls").
     #[inline]
     fn announce_leftovers(&self, p: usize) {
-        if self.queue.processors() > 1 && self.queue.own_looks_nonempty(p) {
-            fence(Ordering::SeqCst);
-            self.idle.notify_one(&self.host);
-        }
+        self.notify_after_push(self.queue.processors() > 1 && self.queue.own_looks_nonempty(p));
     }
 
+    /// Waker side of the idle handshake (idle.md): the push is complete (its
+    /// lane lock released) before this fence; the published sleeper is read
+    /// after it. Only a push that made its lane non-empty (`filled`) takes
+    /// part: a push onto a lane that already held work adds nothing a
+    /// sleeper's final scan could miss, since the push that filled the lane
+    /// did the handshake (idle.md, "Only filling pushes wake").
     #[inline]
     fn notify_after_push(&self, filled: bool) {
         if filled {
