@@ -1,8 +1,8 @@
 //! A processor's own state: the words only the processor running the slot
 //! writes (its scheduling cursors, random state, clock reading, priority
-//! counters and counters), beside the words of other protocols that live
-//! in the same place (`stop` of `idle.md`, `reading`, `occupied` and
-//! `generation` of `resize.md`).
+//! counters, counters and the between-polls flags of `idle.md`), beside
+//! the words of other protocols that live in the same place (`stop` of
+//! `idle.md`, `reading`, `occupied` and `generation` of `resize.md`).
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
