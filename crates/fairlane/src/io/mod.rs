@@ -182,3 +182,20 @@ pub(crate) async fn submit_and_wait<T: Send + 'static>(
         Err((e, data)) => (Err(e), data),
     }
 }
+
+/// A pipe for the unit tests that need an operation which stays in flight
+/// (a read of its empty end): (read end, write end), both close-on-exec.
+#[cfg(test)]
+pub(crate) fn test_pipe() -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: `pipe2` writes two descriptors into `fds`.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: both descriptors are new and owned by nobody else.
+    unsafe {
+        (
+            std::os::fd::OwnedFd::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    }
+}

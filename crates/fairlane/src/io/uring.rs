@@ -1162,7 +1162,6 @@ pub(crate) fn cancel_kept(carry: &Carry) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::fd::FromRawFd;
 
     /// A ring that breaks with one entry consumed by the kernel and one
     /// not: the unconsumed one's operation is settled (done elsewhere), the
@@ -1181,11 +1180,7 @@ mod tests {
         let Engine::Uring(ring) = &proc.engine else {
             unreachable!("an io_uring driver")
         };
-        let mut fds = [0; 2];
-        // SAFETY: `pipe2` writes two descriptors into `fds`.
-        assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-        // SAFETY: both descriptors are new and owned here.
-        let (rx, tx) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        let (rx, tx) = crate::io::test_pipe();
         let mut bufs = [Box::new([0u8; 8]), Box::new([0u8; 8])];
         let mut fired = Vec::new();
         let mut st = proc.lock();

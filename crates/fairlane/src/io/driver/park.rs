@@ -263,7 +263,6 @@ mod tests {
     use super::*;
     use crate::io::driver::mark_stable_thread;
     use crate::io::{uring, IoBackend};
-    use std::os::fd::{FromRawFd, OwnedFd};
     use std::time::Instant;
 
     /// A processor whose ring lost its wake-up read (arming it failed) and
@@ -287,12 +286,7 @@ mod tests {
                     unreachable!("an io_uring driver")
                 };
                 // An operation that stays in flight: a read of an empty pipe.
-                let mut fds = [0; 2];
-                // SAFETY: `pipe2` writes two descriptors into `fds`.
-                assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
-                // SAFETY: both descriptors are new and owned here.
-                let (rx, tx) =
-                    unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+                let (rx, tx) = crate::io::test_pipe();
                 let read = uring::Op::submit(&driver, vec![0u8; 8], false, |buf| {
                     io_uring::opcode::Read::new(
                         io_uring::types::Fd(std::os::fd::AsRawFd::as_raw_fd(&rx)),
