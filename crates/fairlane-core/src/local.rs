@@ -15,6 +15,11 @@ pub(crate) struct Local {
     pub(crate) push_cursor: AtomicUsize,
     /// Pops until the next help target is drawn.
     pub(crate) help_countdown: Countdown,
+    /// Help checks until the next one that reads the target lane whatever
+    /// its owner's heartbeat says (`queue.rs`, `REBALANCE_PERIOD`).
+    pub(crate) rebalance_countdown: Countdown,
+    /// Clock readings until the next heartbeat (`queue.rs`, `BEAT_PERIOD`).
+    pub(crate) beat_countdown: Countdown,
     /// Scheduling iterations until the clock is read again
     /// (`Config::clock_period`).
     pub(crate) clock_countdown: Countdown,
@@ -87,6 +92,8 @@ impl Local {
         Self {
             push_cursor: AtomicUsize::new(0),
             help_countdown: Countdown::default(),
+            rebalance_countdown: Countdown::default(),
+            beat_countdown: Countdown::default(),
             clock_countdown: Countdown::default(),
             rng: AtomicU64::new(seed | 1),
             help_target: AtomicUsize::new(NO_TARGET),

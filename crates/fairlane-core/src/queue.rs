@@ -14,7 +14,7 @@ use crate::local::NO_TARGET;
 pub(crate) use crate::local::{bump, Local, RELEASED, REMOVED};
 use crate::rand::below;
 use crate::resize::ResizeLock;
-use crate::sync::{AtomicBool, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use crate::{Config, Priority, ProcessorId};
 
 /// Where a popped task came from.
@@ -44,6 +44,16 @@ fn lane_offset(r: u32, normal: usize) -> usize {
         _ => below(u64::from(r), normal),
     }
 }
+
+/// A processor publishes its clock reading as its heartbeat at one reading
+/// in `BEAT_PERIOD` (`ReadyQueue::beat`): with a reading every
+/// `Config::clock_period` iterations while it finds work, a line written
+/// that rarely stays in the caches of the processors that check it.
+const BEAT_PERIOD: u32 = 4;
+
+/// One help check in `REBALANCE_PERIOD` reads the target lane even when its
+/// owner's heartbeat is fresh (see `ReadyQueue::pop`).
+const REBALANCE_PERIOD: u32 = 8;
 
 /// A help draw among `near` processors sharing the cache: which of them
 /// (from the high bits of `r`'s low word) and which of its lanes (from its
@@ -77,6 +87,10 @@ pub(crate) struct ReadyQueue<T> {
     lanes: Box<[CachePadded<Lane<T>>]>,
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
+    /// Per slot, its owner's last published clock reading (`beat`): what a
+    /// help check reads first. Apart from `Local`, which its owner writes
+    /// on every iteration, and from `LaneInfo`, written on every pop.
+    beats: Box<[CachePadded<AtomicU64>]>,
     lanes_per_processor: usize,
     /// Lanes per slot: `lanes_per_processor` + 3.
     stride: usize,
@@ -137,6 +151,9 @@ impl<T> ReadyQueue<T> {
                         0x9e37_79b9_7f4a_7c15u64.wrapping_mul(p as u64 + 1),
                     ))
                 })
+                .collect(),
+            beats: (0..capacity)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
                 .collect(),
             lanes_per_processor: config.lanes_per_processor,
             stride,
@@ -382,9 +399,26 @@ impl<T> ReadyQueue<T> {
         unreachable!("the last round of push_to waits for its lane")
     }
 
+    /// Called by processor `p` with each clock reading it takes: publishes
+    /// one in `BEAT_PERIOD` as its heartbeat.
+    #[inline]
+    pub(crate) fn beat(&self, p: usize, now: u64) {
+        if self.local[p].beat_countdown.tick(BEAT_PERIOD) {
+            self.beats[p].store(now, Ordering::Relaxed);
+        }
+    }
+
     /// The fast path: a pending help target much older than our own lanes,
     /// else our own lanes, oldest head first. Every `help_period` pops a new help
     /// target is drawn for the next pop.
+    ///
+    /// The check reads the target's owner's heartbeat first, and the target
+    /// lane itself (the line its owner writes on every pop) only if the
+    /// heartbeat is older than our own oldest lane (the owner is stuck,
+    /// preempted, asleep or in a long poll) or at one check in
+    /// `REBALANCE_PERIOD` (the owner keeps scheduling, so only an uneven
+    /// load can make its lanes much older than ours, and evening that out
+    /// may be slower).
     #[inline]
     pub(crate) fn pop(&self, p: usize, now: u64) -> Option<(T, Source)> {
         let local = &self.local[p];
@@ -393,7 +427,12 @@ impl<T> ReadyQueue<T> {
             let target = local.help_target.load(Ordering::Relaxed);
             if target != NO_TARGET {
                 local.help_target.store(NO_TARGET, Ordering::Relaxed);
-                if self.much_older(target, p, now) {
+                let own = self.own_age(p, now);
+                let beat = self.beats[target / self.stride].load(Ordering::Relaxed);
+                let rebalance = local.rebalance_countdown.tick(REBALANCE_PERIOD);
+                if (rebalance || now.saturating_sub(beat) > own)
+                    && self.much_older(target, own, now)
+                {
                     if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
                         return Some((item, Source::Help));
                     }
@@ -403,8 +442,8 @@ impl<T> ReadyQueue<T> {
                 let target = self.random_help_target(p);
                 local.help_target.store(target, Ordering::Relaxed);
                 // The target is checked on the next pop: start fetching its
-                // side-array line now, so the check does not wait for it.
-                prefetch(&*self.info[target]);
+                // owner's heartbeat now, so the check does not wait for it.
+                prefetch(&*self.beats[target / self.stride]);
             }
         }
 
@@ -509,20 +548,23 @@ impl<T> ReadyQueue<T> {
         None
     }
 
-    /// The age rule: `age(target) > age(own) × 2^factor`, where our own age
-    /// is that of our oldest lane.
+    /// The age of `p`'s oldest lane.
     #[inline]
-    fn much_older(&self, target: usize, p: usize, now: u64) -> bool {
-        let theirs = self.info[target].age(now);
-        if theirs == 0 {
-            return false;
-        }
-        let own = (p * self.stride..(p + 1) * self.stride)
+    fn own_age(&self, p: usize, now: u64) -> u64 {
+        (p * self.stride..(p + 1) * self.stride)
             .map(|l| self.info[l].age(now))
             .max()
-            .unwrap_or(0);
-        // `theirs / 2^factor > own`, which cannot overflow.
-        theirs >> self.help_factor_log2 > own
+            .unwrap_or(0)
+    }
+
+    /// The age rule: `age(target) > own × 2^factor`, where `own` is the age
+    /// of our oldest lane.
+    #[inline]
+    fn much_older(&self, target: usize, own: u64, now: u64) -> bool {
+        let theirs = self.info[target].age(now);
+        // `theirs / 2^factor > own`, which cannot overflow; an empty lane's
+        // age is 0.
+        theirs != 0 && theirs >> self.help_factor_log2 > own
     }
 
     /// A random lane of another processor, one sharing our last-level cache
@@ -729,6 +771,37 @@ mod tests {
         let order: Vec<u32> = (0..4).map(|_| q.pop(0, 100).unwrap().0).collect();
         assert_eq!(order, [0, 1, 2, 3]);
         assert!(q.pop(0, 100).is_none());
+    }
+
+    /// Processor 1's lanes hold tasks far older than processor 0's, and
+    /// processor 0 checks a help target on every pop. Helps while processor
+    /// 1's heartbeat is fresh and while it is stale.
+    fn helps_with_heartbeat(stale: bool) -> usize {
+        let mut config = Config::new(2);
+        config.help_period = 1;
+        let q = ReadyQueue::new(&config, |_| 0);
+        for (p, ts) in [(1, 0), (0, 1_000)] {
+            q.local[p].now.store(ts, Ordering::Relaxed);
+            for item in 0..40 {
+                q.push_local(p, item, Priority::Normal).unwrap();
+            }
+        }
+        let now = 1_100;
+        q.beat(1, if stale { 0 } else { now });
+        (0..33)
+            .filter(|_| q.pop(0, now).unwrap().1 == Source::Help)
+            .count()
+    }
+
+    #[test]
+    fn a_lane_whose_owner_keeps_scheduling_is_helped_only_at_rebalance_checks() {
+        // 32 checks, one in REBALANCE_PERIOD of them a rebalance check.
+        let fresh = helps_with_heartbeat(false);
+        assert!(fresh <= 32 / REBALANCE_PERIOD as usize, "{fresh} helps");
+        // A stale heartbeat: every check that drew a normal lane (14 in 16)
+        // helps.
+        let stale = helps_with_heartbeat(true);
+        assert!(stale >= 16, "only {stale} helps of a stuck processor");
     }
 
     #[test]

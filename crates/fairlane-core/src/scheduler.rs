@@ -266,6 +266,7 @@ impl<T, H: Host> Scheduler<T, H> {
             } else {
                 let now = self.host.now();
                 local.now.store(now, Ordering::Relaxed);
+                self.queue.beat(p, now);
                 now
             };
             may_reuse_clock = false;
