@@ -20,6 +20,9 @@ pub(crate) struct Local {
     pub(crate) rebalance_countdown: Countdown,
     /// Clock readings until the next heartbeat (`queue.rs`, `BEAT_PERIOD`).
     pub(crate) beat_countdown: Countdown,
+    /// The estimated clock time between two of this processor's heartbeats
+    /// (`ReadyQueue::beat`); 0 before the second.
+    pub(crate) beat_interval: AtomicU64,
     /// Scheduling iterations until the clock is read again
     /// (`Config::clock_period`).
     pub(crate) clock_countdown: Countdown,
@@ -94,6 +97,7 @@ impl Local {
             help_countdown: Countdown::default(),
             rebalance_countdown: Countdown::default(),
             beat_countdown: Countdown::default(),
+            beat_interval: AtomicU64::new(0),
             clock_countdown: Countdown::default(),
             rng: AtomicU64::new(seed | 1),
             help_target: AtomicUsize::new(NO_TARGET),

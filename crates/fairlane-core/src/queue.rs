@@ -55,6 +55,12 @@ const BEAT_PERIOD: u32 = 4;
 /// owner's heartbeat is fresh (see `ReadyQueue::pop`).
 const REBALANCE_PERIOD: u32 = 8;
 
+/// An owner's heartbeat is late once it is older than `LATE_BEATS` of the
+/// helper's own intervals between heartbeats (and than the helper's own
+/// age): the owner has missed a heartbeat that a processor scheduling at
+/// the helper's pace would have published.
+const LATE_BEATS: u64 = 2;
+
 /// A help draw among `near` processors sharing the cache: which of them
 /// (from the high bits of `r`'s low word) and which of its lanes (from its
 /// high word). The two come from disjoint bits, so that every class lane
@@ -400,11 +406,26 @@ impl<T> ReadyQueue<T> {
     }
 
     /// Called by processor `p` with each clock reading it takes: publishes
-    /// one in `BEAT_PERIOD` as its heartbeat.
+    /// one in `BEAT_PERIOD` as its heartbeat, and keeps `p`'s estimate of
+    /// its own interval between heartbeats. The estimate follows a shorter
+    /// interval at once and a longer one by at most doubling per heartbeat,
+    /// so one interval that spans a sleep or a long poll barely moves it.
     #[inline]
     pub(crate) fn beat(&self, p: usize, now: u64) {
-        if self.local[p].beat_countdown.tick(BEAT_PERIOD) {
+        let local = &self.local[p];
+        if local.beat_countdown.tick(BEAT_PERIOD) {
+            let last = self.beats[p].load(Ordering::Relaxed);
             self.beats[p].store(now, Ordering::Relaxed);
+            if last != 0 {
+                let interval = now.saturating_sub(last);
+                let estimate = local.beat_interval.load(Ordering::Relaxed);
+                let estimate = if estimate == 0 {
+                    interval
+                } else {
+                    interval.min(estimate.saturating_mul(2))
+                };
+                local.beat_interval.store(estimate, Ordering::Relaxed);
+            }
         }
     }
 
@@ -414,11 +435,10 @@ impl<T> ReadyQueue<T> {
     ///
     /// The check reads the target's owner's heartbeat first, and the target
     /// lane itself (the line its owner writes on every pop) only if the
-    /// heartbeat is older than our own oldest lane (the owner is stuck,
-    /// preempted, asleep or in a long poll) or at one check in
-    /// `REBALANCE_PERIOD` (the owner keeps scheduling, so only an uneven
-    /// load can make its lanes much older than ours, and evening that out
-    /// may be slower).
+    /// heartbeat is late (`LATE_BEATS`: the owner is stuck, preempted,
+    /// asleep or in a long poll) or at one check in `REBALANCE_PERIOD` (the
+    /// owner keeps scheduling, so only an uneven load can make its lanes
+    /// much older than ours, and evening that out may be slower).
     #[inline]
     pub(crate) fn pop(&self, p: usize, now: u64) -> Option<(T, Source)> {
         let local = &self.local[p];
@@ -430,7 +450,9 @@ impl<T> ReadyQueue<T> {
                 let own = self.own_age(p, now);
                 let beat = self.beats[target / self.stride].load(Ordering::Relaxed);
                 let rebalance = local.rebalance_countdown.tick(REBALANCE_PERIOD);
-                if (rebalance || now.saturating_sub(beat) > own)
+                let late_after =
+                    own.max(LATE_BEATS.saturating_mul(local.beat_interval.load(Ordering::Relaxed)));
+                if (rebalance || now.saturating_sub(beat) > late_after)
                     && self.much_older(target, own, now)
                 {
                     if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
@@ -773,10 +795,12 @@ mod tests {
         assert!(q.pop(0, 100).is_none());
     }
 
-    /// Processor 1's lanes hold tasks far older than processor 0's, and
-    /// processor 0 checks a help target on every pop. Helps while processor
-    /// 1's heartbeat is fresh and while it is stale.
-    fn helps_with_heartbeat(stale: bool) -> usize {
+    /// Processor 1's lanes hold tasks far older than processor 0's (their
+    /// ages about 550 and 50 at time 1,100), and processor 0, whose own
+    /// heartbeats come `own_interval` apart (0: none yet), checks a help
+    /// target on every pop. Counts its helps when processor 1's last
+    /// heartbeat was at `their_beat`.
+    fn helps_with_heartbeat(own_interval: u64, their_beat: u64) -> usize {
         let mut config = Config::new(2);
         config.help_period = 1;
         let q = ReadyQueue::new(&config, |_| 0);
@@ -787,7 +811,25 @@ mod tests {
             }
         }
         let now = 1_100;
-        q.beat(1, if stale { 0 } else { now });
+        if own_interval != 0 {
+            // One clock reading in BEAT_PERIOD is a heartbeat: the first
+            // and the last of these.
+            for reading in 0..=BEAT_PERIOD {
+                q.beat(
+                    0,
+                    if reading == 0 {
+                        now - own_interval
+                    } else {
+                        now
+                    },
+                );
+            }
+            assert_eq!(
+                q.local[0].beat_interval.load(Ordering::Relaxed),
+                own_interval
+            );
+        }
+        q.beat(1, their_beat);
         (0..33)
             .filter(|_| q.pop(0, now).unwrap().1 == Source::Help)
             .count()
@@ -796,12 +838,40 @@ mod tests {
     #[test]
     fn a_lane_whose_owner_keeps_scheduling_is_helped_only_at_rebalance_checks() {
         // 32 checks, one in REBALANCE_PERIOD of them a rebalance check.
-        let fresh = helps_with_heartbeat(false);
+        let fresh = helps_with_heartbeat(0, 1_100);
         assert!(fresh <= 32 / REBALANCE_PERIOD as usize, "{fresh} helps");
-        // A stale heartbeat: every check that drew a normal lane (14 in 16)
-        // helps.
-        let stale = helps_with_heartbeat(true);
+        // A heartbeat older than our own age (and no interval of our own
+        // yet): every check that drew a normal lane (14 in 16) helps.
+        let stale = helps_with_heartbeat(0, 1);
         assert!(stale >= 16, "only {stale} helps of a stuck processor");
+    }
+
+    #[test]
+    fn a_heartbeat_is_late_only_past_two_of_the_helpers_own_intervals() {
+        // 600 old: past our own age, but not two of our intervals of 400.
+        let on_time = helps_with_heartbeat(400, 500);
+        assert!(on_time <= 32 / REBALANCE_PERIOD as usize, "{on_time} helps");
+        // 1,099 old: past two intervals.
+        let late = helps_with_heartbeat(400, 1);
+        assert!(late >= 16, "only {late} helps of a late processor");
+    }
+
+    #[test]
+    fn the_heartbeat_interval_estimate_at_most_doubles_per_heartbeat() {
+        let q = queue(2, |_| 0);
+        let mut now = 0;
+        let mut beat_after = |gap: u64| {
+            now += gap;
+            for _ in 0..BEAT_PERIOD {
+                q.beat(0, now);
+            }
+            q.local[0].beat_interval.load(Ordering::Relaxed)
+        };
+        beat_after(100);
+        assert_eq!(beat_after(100), 100);
+        // A sleep between two heartbeats.
+        assert_eq!(beat_after(1_000_000), 200);
+        assert_eq!(beat_after(100), 100);
     }
 
     #[test]
