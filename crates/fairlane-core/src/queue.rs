@@ -55,12 +55,6 @@ const BEAT_PERIOD: u32 = 4;
 /// owner's heartbeat is fresh (see `ReadyQueue::pop`).
 const REBALANCE_PERIOD: u32 = 8;
 
-/// An owner's heartbeat is late once it is older than `LATE_BEATS` of the
-/// helper's own intervals between heartbeats (and than the helper's own
-/// age): the owner has missed a heartbeat that a processor scheduling at
-/// the helper's pace would have published.
-const LATE_BEATS: u64 = 2;
-
 /// A help draw among `near` processors sharing the cache: which of them
 /// (from the high bits of `r`'s low word) and which of its lanes (from its
 /// high word). The two come from disjoint bits, so that every class lane
@@ -435,7 +429,7 @@ impl<T> ReadyQueue<T> {
     ///
     /// The check reads the target's owner's heartbeat first, and the target
     /// lane itself (the line its owner writes on every pop) only if the
-    /// heartbeat is late (`LATE_BEATS`: the owner is stuck, preempted,
+    /// heartbeat is late (the owner is stuck, preempted,
     /// asleep or in a long poll) or at one check in `REBALANCE_PERIOD` (the
     /// owner keeps scheduling, so only an uneven load can make its lanes
     /// much older than ours, and evening that out may be slower).
@@ -450,8 +444,10 @@ impl<T> ReadyQueue<T> {
                 let own = self.own_age(p, now);
                 let beat = self.beats[target / self.stride].load(Ordering::Relaxed);
                 let rebalance = local.rebalance_countdown.tick(REBALANCE_PERIOD);
-                let late_after =
-                    own.max(LATE_BEATS.saturating_mul(local.beat_interval.load(Ordering::Relaxed)));
+                // Late: older than our own age and than our own interval
+                // between heartbeats, so the owner missed a heartbeat that
+                // a processor scheduling at our pace would have published.
+                let late_after = own.max(local.beat_interval.load(Ordering::Relaxed));
                 if (rebalance || now.saturating_sub(beat) > late_after)
                     && self.much_older(target, own, now)
                 {
@@ -847,11 +843,11 @@ mod tests {
     }
 
     #[test]
-    fn a_heartbeat_is_late_only_past_two_of_the_helpers_own_intervals() {
-        // 600 old: past our own age, but not two of our intervals of 400.
-        let on_time = helps_with_heartbeat(400, 500);
+    fn a_heartbeat_is_late_only_past_the_helpers_own_interval() {
+        // 300 old: past our own age, but not our interval of 400.
+        let on_time = helps_with_heartbeat(400, 800);
         assert!(on_time <= 32 / REBALANCE_PERIOD as usize, "{on_time} helps");
-        // 1,099 old: past two intervals.
+        // 1,099 old: past it.
         let late = helps_with_heartbeat(400, 1);
         assert!(late >= 16, "only {late} helps of a late processor");
     }
