@@ -9,6 +9,9 @@
 //!   bytes the counting global allocator saw allocated and not freed since
 //!   just before the first spawn, divided by the task count, are the runtime's
 //!   cost of a parked task (task cell, join handle, queue slots).
+//! * `B/task, 128 B future`: the same with a future that also holds
+//!   [`PAD`] bytes across its wait, as a task with some state of its own
+//!   does: where each runtime's cell rounds a larger future up to.
 
 use super::{join_all, Emit};
 use crate::alloc::Counting;
@@ -22,17 +25,29 @@ use std::time::Duration;
 /// Tasks parked for the memory measurement.
 pub const PARKED: usize = 10_000;
 
+/// Bytes of state the larger future keeps across its wait.
+pub const PAD: usize = 128;
+
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
     let ns_per_spawn = spawn_and_join(rt, spec);
-    let bytes = bytes_per_parked_task(rt);
+    let bytes = bytes_per_parked_task(rt, |gate| async move {
+        let _ = gate.wait().await;
+    });
+    let padded = bytes_per_parked_task(rt, |gate| async move {
+        let state = [1u8; PAD];
+        let _ = gate.wait().await;
+        std::hint::black_box(&state);
+    });
     let mut metrics = vec![Metric::new("ns/spawn", ns_per_spawn, "ns")];
     if let Some(b) = bytes {
         metrics.push(Metric::new("B/task", b, "B"));
     }
+    if let Some(b) = padded {
+        metrics.push(Metric::new("B/task, 128 B future", b, "B"));
+    }
     emit(Outcome {
         metrics,
-        detail: bytes
-            .is_none()
+        detail: (bytes.is_none() || padded.is_none())
             .then(|| format!("the {PARKED} tasks did not all park within 20 s")),
         ..Outcome::default()
     });
@@ -63,16 +78,20 @@ fn spawn_and_join<R: BenchRuntime>(rt: &R, spec: &ChildSpec) -> f64 {
     w.ns_per_op()
 }
 
-fn bytes_per_parked_task<R: BenchRuntime>(rt: &R) -> Option<f64> {
+/// Bytes per task of [`PARKED`] tasks `task(gate)`, each parked on `gate`.
+fn bytes_per_parked_task<R: BenchRuntime, F>(
+    rt: &R,
+    task: impl Fn(Arc<Semaphore>) -> F,
+) -> Option<f64>
+where
+    F: std::future::Future<Output = ()> + Send + 'static,
+{
     let gate = Arc::new(Semaphore::counting_with_capacity(0, PARKED));
     let spawner = rt.spawner();
     let mut joins = Vec::with_capacity(PARKED);
     Counting::start();
     for _ in 0..PARKED {
-        let gate = gate.clone();
-        joins.push(spawner.spawn(async move {
-            let _ = gate.wait().await;
-        }));
+        joins.push(spawner.spawn(task(gate.clone())));
     }
     let parked = wait_until(Duration::from_secs(20), || gate.waiting() == PARKED);
     let bytes = Counting::stop();
