@@ -53,6 +53,12 @@ pub(crate) struct Local {
     /// The task being polled on this processor (a type-erased pointer to its
     /// metadata), for calls that act on "the current task".
     pub(crate) current: crate::sync::AtomicPtr<()>,
+    /// The processor's wake slot may hold a task (`queue.rs`, `woken`):
+    /// set by the owner's `push_woken`, cleared when it empties the slot.
+    pub(crate) woken: AtomicBool,
+    /// Runs from the wake slot since the last scheduling iteration that
+    /// served the lanes (`scheduler.rs`, `WOKEN_RUNS`).
+    pub(crate) woken_runs: AtomicU32,
     /// Set while the processor is in `Host::poll_events`: its own filling
     /// pushes then skip the idle handshake and set `unannounced` instead
     /// (`idle.md`, "Pushes between polls").
@@ -110,6 +116,8 @@ impl Local {
             occupied: AtomicBool::new(false),
             generation: AtomicU32::new(0),
             current: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
+            woken: AtomicBool::new(false),
+            woken_runs: AtomicU32::new(0),
             in_events: AtomicBool::new(false),
             unannounced: AtomicBool::new(false),
         }

@@ -14,7 +14,7 @@ use crate::local::NO_TARGET;
 pub(crate) use crate::local::{bump, Local, RELEASED, REMOVED};
 use crate::rand::below;
 use crate::resize::ResizeLock;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, SpinLock};
 use crate::{Config, Priority, ProcessorId};
 
 /// Where a popped task came from.
@@ -87,6 +87,9 @@ pub(crate) struct ReadyQueue<T> {
     lanes: Box<[CachePadded<Lane<T>>]>,
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
+    /// Per slot, the wake slot (queue.md, "The wake slot"): a task woken by
+    /// the task running on the slot's processor, while it is the only one.
+    woken: Box<[CachePadded<SpinLock<Option<T>>>]>,
     /// Per slot, its owner's last published clock reading (`beat`): what a
     /// help check reads first. Apart from `Local`, which its owner writes
     /// on every iteration, and from `LaneInfo`, written on every pop.
@@ -151,6 +154,9 @@ impl<T> ReadyQueue<T> {
                         0x9e37_79b9_7f4a_7c15u64.wrapping_mul(p as u64 + 1),
                     ))
                 })
+                .collect(),
+            woken: (0..capacity)
+                .map(|_| CachePadded::new(SpinLock::new(None)))
                 .collect(),
             beats: (0..capacity)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
@@ -712,7 +718,47 @@ impl<T> ReadyQueue<T> {
         for (lane, info) in self.lanes.iter().zip(self.info.iter()) {
             out.extend(lane.take_all(info).into_iter().map(|(item, _)| item));
         }
+        for slot in self.woken.iter() {
+            out.extend(slot.lock().with(Option::take));
+        }
         out
+    }
+
+    /// Puts `item` into processor `p`'s wake slot if it is empty and the
+    /// queue open, checked under the slot's lock as a lane push checks it
+    /// (so `drain` after `close` finds whatever went in); else hands it
+    /// back. Only `p`'s own thread calls this.
+    #[inline]
+    pub(crate) fn put_woken(&self, p: usize, item: T) -> Result<(), T> {
+        self.woken[p].lock().with(|slot| {
+            if slot.is_some() || self.shared.closed.load(Ordering::Relaxed) {
+                return Err(item);
+            }
+            *slot = Some(item);
+            Ok(())
+        })
+    }
+
+    /// Empties processor `p`'s wake slot: by `p`'s own thread, or by the
+    /// resize writer while `p` has stepped aside.
+    #[inline]
+    pub(crate) fn take_woken(&self, p: usize) -> Option<T> {
+        self.woken[p].lock().with(Option::take)
+    }
+
+    /// Puts `item` back into `p`'s empty wake slot whatever the queue's
+    /// state: for an item taken from it that the lanes refused because the
+    /// queue closed, so that `drain` still finds it.
+    pub(crate) fn restore_woken(&self, p: usize, item: T) {
+        self.woken[p].lock().with(|slot| *slot = Some(item));
+    }
+
+    /// Whether `p`'s high and low lanes look empty: a wake-slot run then
+    /// keeps no other class waiting (`Config::priority_bound`).
+    #[inline]
+    pub(crate) fn only_normal_ready(&self, p: usize) -> bool {
+        let high = p * self.stride + self.lanes_per_processor;
+        !self.info[high].looks_nonempty() && !self.info[high + 1].looks_nonempty()
     }
 }
 

@@ -13,6 +13,10 @@ use crate::sync::{fence, Ordering};
 use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId};
 
 /// A ready queue, its processors' idle-sleep state, and the host they run on.
+/// Runs in a row from the wake slot before the lanes are served again
+/// (queue.md, "The wake slot").
+pub(crate) const WOKEN_RUNS: u32 = 3;
+
 pub struct Scheduler<T, H> {
     queue: ReadyQueue<T>,
     idle: Idle,
@@ -138,6 +142,36 @@ impl<T, H: Host> Scheduler<T, H> {
             self.notify_after_push(true);
         }
         Ok(())
+    }
+
+    /// For a task woken by another task polled on `p` (not by itself:
+    /// `yield_now` and a self-wake go to the lanes): while `p` is the only
+    /// processor, puts a normal-priority task into `p`'s empty wake slot,
+    /// to run next without passing through the lanes (queue.md, "The wake
+    /// slot"). Hands the item back when it does not, for
+    /// [`push_local`](Self::push_local). Only the thread polling a task on
+    /// `p` may call this.
+    #[inline]
+    pub fn put_woken(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
+        let local = &self.queue.local[p];
+        if priority != Priority::Normal
+            || self.queue.processors() != 1
+            || local.woken.load(Ordering::Relaxed)
+            || self.is_removed(p)
+        {
+            return Err(item);
+        }
+        self.queue.put_woken(p, item)?;
+        local.woken.store(true, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Pushes a task taken from `p`'s wake slot onto the lanes, or back
+    /// into the slot if the queue closed (for `drain`).
+    fn lane_woken(&self, p: usize, item: T) {
+        if let Err(item) = self.push_local(p, item, Priority::Normal) {
+            self.queue.restore_woken(p, item);
+        }
     }
 
     /// [`push`](Self::push) from a thread that is not a processor, into the
@@ -278,7 +312,33 @@ impl<T, H: Host> Scheduler<T, H> {
                     .enter(&local.reading, || self.host.relax());
             }
             if self.queue.is_closed() || local.stop.load(Ordering::Acquire) != 0 {
+                // A woken task left in the slot goes to the lanes (to the
+                // remaining processors' if `p` was removed); once closed, it
+                // stays in the slot, for `drain`.
+                if local.woken.load(Ordering::Relaxed) {
+                    local.woken.store(false, Ordering::Relaxed);
+                    if let Some(item) = self.queue.take_woken(p) {
+                        self.lane_woken(p, item);
+                    }
+                }
                 return None;
+            }
+            if local.woken.load(Ordering::Relaxed) {
+                // The wake slot (queue.md, "The wake slot"): at most
+                // `WOKEN_RUNS` runs in a row, and only while no other class
+                // waits; else the woken task joins the lanes' tail.
+                local.woken.store(false, Ordering::Relaxed);
+                if let Some(item) = self.queue.take_woken(p) {
+                    let runs = local.woken_runs.load(Ordering::Relaxed);
+                    if runs < WOKEN_RUNS && self.queue.only_normal_ready(p) {
+                        local.woken_runs.store(runs + 1, Ordering::Relaxed);
+                        return Some(item);
+                    }
+                    self.lane_woken(p, item);
+                }
+            }
+            if local.woken_runs.load(Ordering::Relaxed) != 0 {
+                local.woken_runs.store(0, Ordering::Relaxed);
             }
             local.in_events.store(true, Ordering::Relaxed);
             self.host.poll_events(p);
