@@ -656,6 +656,7 @@ impl<T> Drop for TaskOutput<T> {
 impl<F: Future> Future for CatchUnwind<F> {
     type Output = TaskOutput<F::Output>;
 
+    #[inline]
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         // SAFETY: only a projection: the future is structurally pinned (never
         // moved out of `self`; dropped in place by `drop_future`).
