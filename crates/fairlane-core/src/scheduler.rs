@@ -12,11 +12,11 @@ use crate::queue::{bump, ReadyQueue, Source, RELEASED, REMOVED};
 use crate::sync::{fence, Ordering};
 use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId};
 
-/// A ready queue, its processors' idle-sleep state, and the host they run on.
 /// Runs in a row from the wake slot before the lanes are served again
 /// (queue.md, "The wake slot").
 pub(crate) const WOKEN_RUNS: u32 = 3;
 
+/// A ready queue, its processors' idle-sleep state, and the host they run on.
 pub struct Scheduler<T, H> {
     queue: ReadyQueue<T>,
     idle: Idle,
