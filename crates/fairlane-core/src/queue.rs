@@ -447,16 +447,7 @@ impl<T> ReadyQueue<T> {
             let target = local.help_target.load(Ordering::Relaxed);
             if target != NO_TARGET {
                 local.help_target.store(NO_TARGET, Ordering::Relaxed);
-                let own = self.own_age(p, now);
-                let beat = self.beats[target / self.stride].load(Ordering::Relaxed);
-                let rebalance = local.rebalance_countdown.tick(REBALANCE_PERIOD);
-                // Late: older than our own age and than our own interval
-                // between heartbeats, so the owner missed a heartbeat that
-                // a processor scheduling at our pace would have published.
-                let late_after = own.max(local.beat_interval.load(Ordering::Relaxed));
-                if (rebalance || now.saturating_sub(beat) > late_after)
-                    && self.much_older(target, own, now)
-                {
+                if self.worth_helping(p, target, now) {
                     if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
                         return Some((item, Source::Help));
                     }
@@ -570,6 +561,25 @@ impl<T> ReadyQueue<T> {
             skip = best;
         }
         None
+    }
+
+    /// The help check of `p`'s pending target (see `pop`): the age rule,
+    /// applied at a rebalance check, or at any other check if the target's
+    /// owner is late: its heartbeat is older than our own interval between
+    /// heartbeats and than our own age, so it missed a heartbeat that a
+    /// processor scheduling at our pace would have published. The interval
+    /// is tested first: an owner on time by it needs no own age computed.
+    #[inline]
+    fn worth_helping(&self, p: usize, target: usize, now: u64) -> bool {
+        let local = &self.local[p];
+        let rebalance = local.rebalance_countdown.tick(REBALANCE_PERIOD);
+        let beat = self.beats[target / self.stride].load(Ordering::Relaxed);
+        let lag = now.saturating_sub(beat);
+        if !rebalance && lag <= local.beat_interval.load(Ordering::Relaxed) {
+            return false;
+        }
+        let own = self.own_age(p, now);
+        (rebalance || lag > own) && self.much_older(target, own, now)
     }
 
     /// The age of `p`'s oldest lane.

@@ -144,21 +144,31 @@ impl<T, H: Host> Scheduler<T, H> {
         Ok(())
     }
 
-    /// For a task woken by another task polled on `p` (not by itself:
-    /// `yield_now` and a self-wake go to the lanes): while `p` is the only
-    /// processor, puts a normal-priority task into `p`'s empty wake slot,
-    /// to run next without passing through the lanes (queue.md, "The wake
-    /// slot"). Hands the item back when it does not, for
-    /// [`push_local`](Self::push_local). Only the thread polling a task on
-    /// `p` may call this.
+    /// For a task woken on `p`'s thread, `me` being its pointer as given
+    /// to `set_current`: while `p` is the only processor, puts a
+    /// normal-priority task woken by another task being polled on `p` into
+    /// `p`'s empty wake slot, to run next without passing through the lanes
+    /// (queue.md, "The wake slot"). A wake outside any poll, or of the task
+    /// being polled itself (`yield_now`'s), does not qualify. Hands the item
+    /// back when it does not put it, for [`push_local`](Self::push_local).
     #[inline]
-    pub fn put_woken(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
+    pub(crate) fn put_woken(
+        &self,
+        p: usize,
+        item: T,
+        priority: Priority,
+        me: *mut (),
+    ) -> Result<(), T> {
         let local = &self.queue.local[p];
         if priority != Priority::Normal
             || self.queue.processors() != 1
             || local.woken.load(Ordering::Relaxed)
             || self.is_removed(p)
         {
+            return Err(item);
+        }
+        let polled = local.current.load(Ordering::Relaxed);
+        if polled.is_null() || polled == me {
             return Err(item);
         }
         self.queue.put_woken(p, item)?;

@@ -161,17 +161,9 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         // runnable (and with it `meta`) may already be another processor's.
         let cluster = unsafe { &*cluster };
         let priority = meta.priority;
-        // Woken by another task being polled on `p` (a wake outside any
-        // poll, or of the task being polled, such as `yield_now`'s, is not).
-        let polled = cluster.sched.current(p);
-        let by_another = !polled.is_null() && polled != meta as *const TaskMeta<H> as *mut ();
-        let runnable = if by_another {
-            match cluster.sched.put_woken(p, runnable, priority) {
-                Ok(()) => return,
-                Err(runnable) => runnable,
-            }
-        } else {
-            runnable
+        let me = meta as *const TaskMeta<H> as *mut ();
+        let Err(runnable) = cluster.sched.put_woken(p, runnable, priority, me) else {
+            return;
         };
         if let Err(runnable) = cluster.sched.push_local(p, runnable, priority) {
             cluster.bury(runnable);
