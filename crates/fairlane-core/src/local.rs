@@ -53,8 +53,9 @@ pub(crate) struct Local {
     /// The task being polled on this processor (a type-erased pointer to its
     /// metadata), for calls that act on "the current task".
     pub(crate) current: crate::sync::AtomicPtr<()>,
-    /// The processor's wake slot may hold a task (`queue.rs`, `woken`):
-    /// set by the owner's `push_woken`, cleared when it empties the slot.
+    /// The processor's wake slot holds a task (`queue.rs`, `woken`):
+    /// written only under the slot's lock; read without it by the owner at
+    /// each iteration and by processors looking for a task left behind.
     pub(crate) woken: AtomicBool,
     /// Runs from the wake slot since the last scheduling iteration that
     /// served the lanes (`scheduler.rs`, `WOKEN_RUNS`).

@@ -88,8 +88,9 @@ pub(crate) struct ReadyQueue<T> {
     info: Box<[CachePadded<LaneInfo>]>,
     pub(crate) local: Box<[CachePadded<Local>]>,
     /// Per slot, the wake slot (queue.md, "The wake slot"): a task woken by
-    /// the task running on the slot's processor, while it is the only one.
-    woken: Box<[CachePadded<SpinLock<Option<T>>>]>,
+    /// the task running on the slot's processor, with the owner's clock
+    /// reading when it went in. `Local::woken` says whether it is full.
+    woken: Box<[CachePadded<WakeSlot<T>>]>,
     /// Per slot, its owner's last published clock reading (`beat`): what a
     /// help check reads first. Apart from `Local`, which its owner writes
     /// on every iteration, and from `LaneInfo`, written on every pop.
@@ -120,6 +121,9 @@ pub(crate) struct ReadyQueue<T> {
     /// the host reports it): preferred help targets.
     near: Box<[Box<[usize]>]>,
 }
+
+/// A wake slot: a task and its owner's clock reading when it went in.
+type WakeSlot<T> = SpinLock<Option<(T, u64)>>;
 
 pub(crate) struct QueueShared {
     /// Set once, at shutdown; checked under a lane's lock by every push.
@@ -447,10 +451,8 @@ impl<T> ReadyQueue<T> {
             let target = local.help_target.load(Ordering::Relaxed);
             if target != NO_TARGET {
                 local.help_target.store(NO_TARGET, Ordering::Relaxed);
-                if self.worth_helping(p, target, now) {
-                    if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
-                        return Some((item, Source::Help));
-                    }
+                if let Some(item) = self.help(p, target, now) {
+                    return Some((item, Source::Help));
                 }
             }
             if local.help_countdown.tick(self.help_period) {
@@ -569,17 +571,29 @@ impl<T> ReadyQueue<T> {
     /// heartbeats and than our own age, so it missed a heartbeat that a
     /// processor scheduling at our pace would have published. The interval
     /// is tested first: an owner on time by it needs no own age computed.
+    /// A late owner's wake slot is helped by the same rule, after the lane.
     #[inline]
-    fn worth_helping(&self, p: usize, target: usize, now: u64) -> bool {
+    fn help(&self, p: usize, target: usize, now: u64) -> Option<T> {
         let local = &self.local[p];
         let rebalance = local.rebalance_countdown.tick(REBALANCE_PERIOD);
-        let beat = self.beats[target / self.stride].load(Ordering::Relaxed);
+        let owner = target / self.stride;
+        let beat = self.beats[owner].load(Ordering::Relaxed);
         let lag = now.saturating_sub(beat);
-        if !rebalance && lag <= local.beat_interval.load(Ordering::Relaxed) {
-            return false;
+        let on_time = lag <= local.beat_interval.load(Ordering::Relaxed);
+        if !rebalance && on_time {
+            return None;
         }
         let own = self.own_age(p, now);
-        (rebalance || lag > own) && self.much_older(target, own, now)
+        let late = !on_time && lag > own;
+        if (rebalance || late) && self.much_older(target, own, now) {
+            if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
+                return Some(item);
+            }
+        }
+        if late {
+            return self.help_woken(owner, own, now);
+        }
+        None
     }
 
     /// The age of `p`'s oldest lane.
@@ -692,6 +706,7 @@ impl<T> ReadyQueue<T> {
             .position(|i| self.active_slot(i) == p)
             .unwrap_or(0);
         self.scan(p, start, now, true)
+            .or_else(|| self.scan_woken(p).map(|item| (item, Source::Steal)))
     }
 
     /// Whether any of processor `p`'s own lanes looks non-empty.
@@ -701,11 +716,14 @@ impl<T> ReadyQueue<T> {
         (base..base + self.stride).any(|l| self.info[l].looks_nonempty())
     }
 
-    /// Whether any shared lane of an active processor looks non-empty.
+    /// Whether any shared lane or wake slot of an active processor looks
+    /// non-empty.
     pub(crate) fn any_visible(&self) -> bool {
         (0..self.processors()).any(|i| {
-            let base = self.active_slot(i) * self.stride;
+            let q = self.active_slot(i);
+            let base = q * self.stride;
             (base..base + self.restricted_offset()).any(|l| self.info[l].looks_nonempty())
+                || self.local[q].woken.load(Ordering::Relaxed)
         })
     }
 
@@ -728,8 +746,8 @@ impl<T> ReadyQueue<T> {
         for (lane, info) in self.lanes.iter().zip(self.info.iter()) {
             out.extend(lane.take_all(info).into_iter().map(|(item, _)| item));
         }
-        for slot in self.woken.iter() {
-            out.extend(slot.lock().with(Option::take));
+        for q in 0..self.woken.len() {
+            out.extend(self.take_woken_if(q, |_| true));
         }
         out
     }
@@ -737,30 +755,80 @@ impl<T> ReadyQueue<T> {
     /// Puts `item` into processor `p`'s wake slot if it is empty and the
     /// queue open, checked under the slot's lock as a lane push checks it
     /// (so `drain` after `close` finds whatever went in); else hands it
-    /// back. Only `p`'s own thread calls this.
+    /// back. Only `p`'s own thread calls this, with its own clock reading.
     #[inline]
-    pub(crate) fn put_woken(&self, p: usize, item: T) -> Result<(), T> {
+    pub(crate) fn put_woken(&self, p: usize, item: T, now: u64) -> Result<(), T> {
+        let full = &self.local[p].woken;
+        if full.load(Ordering::Relaxed) {
+            return Err(item);
+        }
         self.woken[p].lock().with(|slot| {
             if slot.is_some() || self.shared.closed.load(Ordering::Relaxed) {
                 return Err(item);
             }
-            *slot = Some(item);
+            *slot = Some((item, now));
+            full.store(true, Ordering::Relaxed);
             Ok(())
         })
     }
 
-    /// Empties processor `p`'s wake slot: by `p`'s own thread, or by the
-    /// resize writer while `p` has stepped aside.
+    /// Takes the task in processor `q`'s wake slot if `Local::woken` says
+    /// there is one and `accept` takes its timestamp. `Local::woken` is
+    /// written only under the slot's lock, so it is exact there; read
+    /// without the lock it is a hint, reliable after a `fence(SeqCst)`
+    /// that follows a sleeper's publication (`final_scan`).
+    #[inline]
+    fn take_woken_if(&self, q: usize, accept: impl FnOnce(u64) -> bool) -> Option<T> {
+        let full = &self.local[q].woken;
+        if !full.load(Ordering::Relaxed) {
+            return None;
+        }
+        self.woken[q].lock().with(|slot| match slot.take() {
+            Some((item, ts)) if accept(ts) => {
+                full.store(false, Ordering::Relaxed);
+                Some(item)
+            }
+            kept => {
+                *slot = kept;
+                None
+            }
+        })
+    }
+
+    /// Empties processor `p`'s wake slot: by `p`'s own thread at each
+    /// scheduling iteration, or by the resize writer while `p` has stepped
+    /// aside.
     #[inline]
     pub(crate) fn take_woken(&self, p: usize) -> Option<T> {
-        self.woken[p].lock().with(Option::take)
+        self.take_woken_if(p, |_| true)
     }
 
     /// Puts `item` back into `p`'s empty wake slot whatever the queue's
     /// state: for an item taken from it that the lanes refused because the
     /// queue closed, so that `drain` still finds it.
     pub(crate) fn restore_woken(&self, p: usize, item: T) {
-        self.woken[p].lock().with(|slot| *slot = Some(item));
+        let now = self.local[p].now.load(Ordering::Relaxed);
+        self.woken[p].lock().with(|slot| {
+            *slot = Some((item, now));
+            self.local[p].woken.store(true, Ordering::Relaxed);
+        });
+    }
+
+    /// The task in another processor `q`'s wake slot, if it has waited so
+    /// much longer than our own oldest lane (age `own`) that the age rule
+    /// would help it from a lane: for a help check that found `q` late.
+    fn help_woken(&self, q: usize, own: u64, now: u64) -> Option<T> {
+        let factor = self.help_factor_log2;
+        self.take_woken_if(q, |ts| now.saturating_sub(ts) >> factor > own)
+    }
+
+    /// The task in any other active processor's wake slot: the last part of
+    /// the final scan, read after its fence as the lanes' heads are.
+    fn scan_woken(&self, p: usize) -> Option<T> {
+        (0..self.processors())
+            .map(|i| self.active_slot(i))
+            .filter(|&q| q != p)
+            .find_map(|q| self.take_woken(q))
     }
 
     /// Whether `p`'s high and low lanes look empty: a wake-slot run then
@@ -906,6 +974,36 @@ mod tests {
         // 1,099 old: past it.
         let late = helps_with_heartbeat(400, 1);
         assert!(late >= 16, "only {late} helps of a late processor");
+    }
+
+    /// Whether 32 help checks of processor 0 (own lanes 100 ticks old, own
+    /// heartbeat interval 100) take the task in processor 1's wake slot,
+    /// put there at `put_at`, when processor 1's last heartbeat was at
+    /// `their_beat` and its lanes are empty.
+    fn slot_helped(their_beat: u64, put_at: u64) -> bool {
+        let mut config = Config::new(2);
+        config.help_period = 1;
+        let q = ReadyQueue::new(&config, |_| 0);
+        let now = 1_100;
+        q.local[0].now.store(1_000, Ordering::Relaxed);
+        for item in 0..40 {
+            q.push_local(0, item, Priority::Normal).unwrap();
+        }
+        q.put_woken(1, 99, put_at).unwrap();
+        for reading in 0..=BEAT_PERIOD {
+            q.beat(0, if reading == 0 { now - 100 } else { now });
+        }
+        q.beat(1, their_beat);
+        (0..33).any(|_| q.pop(0, now) == Some((99, Source::Help)))
+    }
+
+    #[test]
+    fn a_late_owners_wake_slot_is_helped_by_the_age_rule() {
+        assert!(slot_helped(1, 0), "a late owner's old slot task stayed");
+        // Not twice as old as our own lanes.
+        assert!(!slot_helped(1, 1_000), "a young slot task was helped");
+        // The owner is on time: its next iteration takes the task.
+        assert!(!slot_helped(1_100, 0), "an on-time owner's slot was helped");
     }
 
     #[test]

@@ -114,6 +114,23 @@ impl<T, H: Host> Scheduler<T, H> {
         }
     }
 
+    /// A wake made on processor `p`'s thread, by the task being polled
+    /// there, of another task: into `p`'s wake slot if it takes the item,
+    /// else onto `p`'s lanes. (The loom models' wake inside a poll; tasks
+    /// are woken by `task::schedule`, which knows which task is polled.)
+    #[cfg(loom)]
+    pub fn wake_in_poll(&self, p: usize, item: T) -> Result<(), T> {
+        // Any pointer but null and the woken task's own (null here) marks
+        // a poll in progress.
+        let polled = core::ptr::NonNull::<u8>::dangling().as_ptr().cast();
+        self.set_current(p, polled);
+        let result = self
+            .put_woken(p, item, Priority::Normal, core::ptr::null_mut())
+            .or_else(|item| self.push_local(p, item, Priority::Normal));
+        self.set_current(p, core::ptr::null_mut());
+        result
+    }
+
     /// [`push`](Self::push) from processor `p`'s own thread, into the lanes
     /// of `priority`.
     ///
@@ -145,12 +162,14 @@ impl<T, H: Host> Scheduler<T, H> {
     }
 
     /// For a task woken on `p`'s thread, `me` being its pointer as given
-    /// to `set_current`: while `p` is the only processor, puts a
-    /// normal-priority task woken by another task being polled on `p` into
-    /// `p`'s empty wake slot, to run next without passing through the lanes
-    /// (queue.md, "The wake slot"). A wake outside any poll, or of the task
-    /// being polled itself (`yield_now`'s), does not qualify. Hands the item
-    /// back when it does not put it, for [`push_local`](Self::push_local).
+    /// to `set_current`: puts a normal-priority task woken by another task
+    /// being polled on `p` into `p`'s empty wake slot, to run next without
+    /// passing through the lanes (queue.md, "The wake slot"). A wake outside
+    /// any poll, or of the task being polled itself (`yield_now`'s), does
+    /// not qualify. With other processors, the slot filled is announced as a
+    /// filling push is, since they take from the slot of a processor stuck in
+    /// its poll. Hands the item back when it does not put it, for
+    /// [`push_local`](Self::push_local).
     #[inline]
     pub(crate) fn put_woken(
         &self,
@@ -160,20 +179,28 @@ impl<T, H: Host> Scheduler<T, H> {
         me: *mut (),
     ) -> Result<(), T> {
         let local = &self.queue.local[p];
-        if priority != Priority::Normal
-            || self.queue.processors() != 1
-            || local.woken.load(Ordering::Relaxed)
-            || self.is_removed(p)
-        {
+        if priority != Priority::Normal || self.is_removed(p) {
             return Err(item);
         }
         let polled = local.current.load(Ordering::Relaxed);
         if polled.is_null() || polled == me {
             return Err(item);
         }
-        self.queue.put_woken(p, item)?;
-        local.woken.store(true, Ordering::Relaxed);
+        self.queue
+            .put_woken(p, item, local.now.load(Ordering::Relaxed))?;
+        if self.queue.processors() > 1 {
+            self.announce_woken();
+        }
         Ok(())
+    }
+
+    /// The idle handshake's waker side for a filled wake slot (idle.md): a
+    /// sleeper's final scan looks into every other processor's slot. Out of
+    /// line, so that the schedule function stays small where it is not
+    /// needed (a lone processor).
+    #[inline(never)]
+    fn announce_woken(&self) {
+        self.notify_after_push(true);
     }
 
     /// Pushes a task taken from `p`'s wake slot onto the lanes, or back
@@ -325,27 +352,21 @@ impl<T, H: Host> Scheduler<T, H> {
                 // A woken task left in the slot goes to the lanes (to the
                 // remaining processors' if `p` was removed); once closed, it
                 // stays in the slot, for `drain`.
-                if local.woken.load(Ordering::Relaxed) {
-                    local.woken.store(false, Ordering::Relaxed);
-                    if let Some(item) = self.queue.take_woken(p) {
-                        self.lane_woken(p, item);
-                    }
+                if let Some(item) = self.queue.take_woken(p) {
+                    self.lane_woken(p, item);
                 }
                 return None;
             }
-            if local.woken.load(Ordering::Relaxed) {
+            if let Some(item) = self.queue.take_woken(p) {
                 // The wake slot (queue.md, "The wake slot"): at most
                 // `WOKEN_RUNS` runs in a row, and only while no other class
                 // waits; else the woken task joins the lanes' tail.
-                local.woken.store(false, Ordering::Relaxed);
-                if let Some(item) = self.queue.take_woken(p) {
-                    let runs = local.woken_runs.load(Ordering::Relaxed);
-                    if runs < WOKEN_RUNS && self.queue.only_normal_ready(p) {
-                        local.woken_runs.store(runs + 1, Ordering::Relaxed);
-                        return Some(item);
-                    }
-                    self.lane_woken(p, item);
+                let runs = local.woken_runs.load(Ordering::Relaxed);
+                if runs < WOKEN_RUNS && self.queue.only_normal_ready(p) {
+                    local.woken_runs.store(runs + 1, Ordering::Relaxed);
+                    return Some(item);
                 }
+                self.lane_woken(p, item);
             }
             if local.woken_runs.load(Ordering::Relaxed) != 0 {
                 local.woken_runs.store(0, Ordering::Relaxed);

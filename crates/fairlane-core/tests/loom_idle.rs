@@ -330,6 +330,31 @@ fn idle_sleep_events_reaped_inside_a_park_reach_both_processors() {
     });
 }
 
+/// A two-processor scheduler whose processor 1 runs `busy_processor` until
+/// `items` have been taken, on its own thread, and goes to sleep meanwhile
+/// (with `asleep`, has gone to sleep once this returns).
+fn with_a_sleeper(
+    asleep: bool,
+    items: usize,
+) -> (
+    Arc<Scheduler<u32, LoomHost>>,
+    Arc<Count>,
+    thread::JoinHandle<()>,
+) {
+    let mut host = LoomHost::new(2);
+    host.parks = Some(Count::new());
+    let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
+    let taken = Arc::new(Count::new());
+    let sleeper = {
+        let (sched, taken) = (sched.clone(), taken.clone());
+        thread::spawn(move || busy_processor(&sched, 1, &taken, items))
+    };
+    if asleep {
+        sched.host().parks.as_ref().unwrap().wait_for(1);
+    }
+    (sched, taken, sleeper)
+}
+
 /// Processor 0 makes two items ready in one `Host::poll_events` (two
 /// completions reaped at once), onto its own lane, while processor 1 goes
 /// to sleep (or, with `asleep`, after it has gone to sleep); each processor
@@ -339,17 +364,7 @@ fn idle_sleep_events_reaped_inside_a_park_reach_both_processors() {
 /// processor 1 sleeps on beside the second item, a deadlock loom reports
 /// (seen by deleting the call of `announce_leftovers` in `Scheduler::next`).
 fn events_race_a_sleeper(asleep: bool) {
-    let mut host = LoomHost::new(2);
-    host.parks = Some(Count::new());
-    let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
-    let taken = Arc::new(Count::new());
-    let sleeper = {
-        let (sched, taken) = (sched.clone(), taken.clone());
-        thread::spawn(move || busy_processor(&sched, 1, &taken, 2))
-    };
-    if asleep {
-        sched.host().parks.as_ref().unwrap().wait_for(1);
-    }
+    let (sched, taken, sleeper) = with_a_sleeper(asleep, 2);
     let reaper = {
         let (sched, taken) = (sched.clone(), taken.clone());
         thread::spawn(move || {
@@ -377,6 +392,44 @@ fn idle_sleep_events_reaped_beside_a_sleeper_are_announced() {
 #[test]
 fn idle_sleep_events_reaped_while_another_goes_to_sleep_are_announced() {
     model(|| events_race_a_sleeper(false));
+}
+
+/// Processor 0, polling a task that never returns (it waits until the task
+/// it woke has been taken), wakes another task, which goes to its wake slot;
+/// processor 1 goes to sleep meanwhile (or, with `asleep`, is asleep
+/// already). Only processor 1 can run the woken task: filling the slot must
+/// do the waker's handshake, and the final scan before a sleep must look
+/// into the other processors' slots (idle.md, "The wake slot"). Mutations
+/// seen to fail with a deadlock: deleting the call of `announce_woken` in
+/// `Scheduler::put_woken` (both cases), its fence (the second case), and
+/// deleting the slots from `ReadyQueue::final_scan` (`scan_woken`; both
+/// cases).
+fn a_stuck_processor_wakes_a_task_into_its_slot(asleep: bool) {
+    let (sched, taken, sleeper) = with_a_sleeper(asleep, 1);
+    let stuck = {
+        let (sched, taken) = (sched.clone(), taken.clone());
+        thread::spawn(move || {
+            sched.host().register(0);
+            assert!(sched.start(0));
+            sched.wake_in_poll(0, 1).unwrap();
+            taken.wait_for(1);
+            assert_eq!(sched.next(0), None, "the item was handed out twice");
+            sched.finish(0, true);
+        })
+    };
+    sleeper.join().unwrap();
+    stuck.join().unwrap();
+    assert_eq!(taken.get(), 1, "an item was handed out twice or lost");
+}
+
+#[test]
+fn idle_sleep_a_task_in_a_stuck_processors_slot_reaches_the_sleeper() {
+    model(|| a_stuck_processor_wakes_a_task_into_its_slot(true));
+}
+
+#[test]
+fn idle_sleep_a_task_in_a_stuck_processors_slot_reaches_one_going_to_sleep() {
+    model(|| a_stuck_processor_wakes_a_task_into_its_slot(false));
 }
 
 /// `release` (the hand-back of std's `block_in_place`) racing a processor

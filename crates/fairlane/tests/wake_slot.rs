@@ -1,7 +1,8 @@
-//! The wake slot of a lone processor: a task woken by the running task runs
-//! next, at most three times in a row before the lanes are served again,
-//! and a task that wakes itself (as `yield_now` does) never gets there.
-//! Everything is counted in polls.
+//! The wake slot: a task woken by the running task runs next, at most three
+//! times in a row before the lanes are served again, and a task that wakes
+//! itself (as `yield_now` does) never gets there. Everything is counted in
+//! polls. With two processors, a task in the slot of a processor stuck in a
+//! poll that never yields is run by the other one, asleep or busy.
 
 mod common;
 
@@ -9,6 +10,7 @@ use std::future::poll_fn;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
 
 use common::{serial, with_deadline, DEADLINE};
 
@@ -165,4 +167,90 @@ fn a_yielding_task_never_runs_twice_in_a_row_beside_others() {
             .count();
         assert_eq!(repeats, 0, "a yielding task ran twice in a row");
     });
+}
+
+/// How long the stuck task below waits for the task it woke before it gives
+/// up; only a task left behind for good comes near it.
+const STUCK_FOR: Duration = Duration::from_secs(30);
+
+/// Two processors. A task `W` waits on a signal; once it is parked, a task
+/// `S` sets the signal (so `W`, woken by the task being polled, goes to the
+/// wake slot of `S`'s processor) and then spins without yielding until `W`
+/// has run. With `yielders` tasks that yield in a loop, the other processor
+/// never runs out of work, so only a help check can reach the slot; without
+/// them it goes to sleep, and the slot's filling must wake it.
+fn a_woken_task_is_not_left_behind_a_stuck_processor(yielders: usize) {
+    let _serial = serial();
+    with_deadline("wake_slot_stuck", DEADLINE, String::new, move || {
+        let rt = fairlane::Runtime::builder().processors(2).build().unwrap();
+        let signal = Arc::new(Signal::default());
+        let parked = Arc::new(AtomicBool::new(false));
+        let ran = Arc::new(AtomicBool::new(false));
+        let done = Arc::new(AtomicBool::new(false));
+        let woken = {
+            let (signal, parked, ran) = (signal.clone(), parked.clone(), ran.clone());
+            rt.spawn(async move {
+                let mut first = true;
+                poll_fn(|cx| {
+                    if std::mem::take(&mut first) {
+                        *signal.0.lock().unwrap() = (false, Some(cx.waker().clone()));
+                        parked.store(true, Ordering::SeqCst);
+                        Poll::Pending
+                    } else {
+                        Poll::Ready(())
+                    }
+                })
+                .await;
+                ran.store(true, Ordering::SeqCst);
+            })
+        };
+        while !parked.load(Ordering::SeqCst) {
+            std::thread::yield_now();
+        }
+        let busy: Vec<_> = (0..yielders)
+            .map(|_| {
+                let done = done.clone();
+                rt.spawn(async move {
+                    while !done.load(Ordering::Relaxed) {
+                        fairlane::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let stuck = {
+            let (signal, ran) = (signal.clone(), ran.clone());
+            rt.spawn(async move {
+                signal.set();
+                let start = Instant::now();
+                while !ran.load(Ordering::SeqCst) && start.elapsed() < STUCK_FOR {
+                    std::hint::spin_loop();
+                }
+                ran.load(Ordering::SeqCst)
+            })
+        };
+        let served = rt.block_on(async move {
+            let served = stuck.await.unwrap();
+            done.store(true, Ordering::Relaxed);
+            for handle in busy {
+                handle.await.unwrap();
+            }
+            woken.await.unwrap();
+            served
+        });
+        assert!(
+            served,
+            "the task woken by a task stuck in its poll did not run within {STUCK_FOR:?} \
+             ({yielders} yielding tasks beside them)"
+        );
+    });
+}
+
+#[test]
+fn a_woken_task_behind_a_stuck_processor_wakes_the_sleeping_one() {
+    a_woken_task_is_not_left_behind_a_stuck_processor(0);
+}
+
+#[test]
+fn a_woken_task_behind_a_stuck_processor_is_helped_by_the_busy_one() {
+    a_woken_task_is_not_left_behind_a_stuck_processor(4);
 }
