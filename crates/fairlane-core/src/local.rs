@@ -23,6 +23,10 @@ pub(crate) struct Local {
     /// The estimated clock time between two of this processor's heartbeats
     /// (`ReadyQueue::beat`); 0 before the second.
     pub(crate) beat_interval: AtomicU64,
+    /// This processor's last published heartbeat (0: none yet), kept here
+    /// so that publishing the next one reads nothing from the heartbeat's
+    /// line, which the processors checking it keep pulling away.
+    pub(crate) last_beat: AtomicU64,
     /// Scheduling iterations until the clock is read again
     /// (`Config::clock_period`).
     pub(crate) clock_countdown: Countdown,
@@ -105,6 +109,7 @@ impl Local {
             rebalance_countdown: Countdown::default(),
             beat_countdown: Countdown::default(),
             beat_interval: AtomicU64::new(0),
+            last_beat: AtomicU64::new(0),
             clock_countdown: Countdown::default(),
             rng: AtomicU64::new(seed | 1),
             help_target: AtomicUsize::new(NO_TARGET),

@@ -418,7 +418,8 @@ impl<T> ReadyQueue<T> {
     pub(crate) fn beat(&self, p: usize, now: u64) {
         let local = &self.local[p];
         if local.beat_countdown.tick(BEAT_PERIOD) {
-            let last = self.beats[p].load(Ordering::Relaxed);
+            let last = local.last_beat.load(Ordering::Relaxed);
+            local.last_beat.store(now, Ordering::Relaxed);
             self.beats[p].store(now, Ordering::Relaxed);
             if last != 0 {
                 let interval = now.saturating_sub(last);
