@@ -121,6 +121,12 @@ pub struct Cli {
     #[arg(long, value_name = "N")]
     pub fairlane_spin_rounds: Option<u32>,
 
+    /// fairlane: clock ticks that tasks kept on a processor's lanes may
+    /// wait before a sleeping processor is woken to share them (default:
+    /// fairlane's own). For tuning.
+    #[arg(long, value_name = "TICKS")]
+    pub fairlane_grow_after: Option<u64>,
+
     /// Time a child gets beyond its planned run time before it is killed.
     #[arg(long, value_parser = parse_duration, default_value = "5s", hide = true)]
     pub child_slack: Duration,

@@ -133,6 +133,9 @@ mod fairlane_rt {
             if let Some(r) = knobs.spin_rounds {
                 builder.spin_rounds(r);
             }
+            if let Some(g) = knobs.grow_after {
+                builder.grow_after(g);
+            }
             if spec.runtime == crate::spec::RuntimeKind::FairlaneFallback {
                 builder.io_backend(fairlane::io::IoBackend::Fallback);
             }

@@ -218,6 +218,7 @@ pub struct FairlaneKnobs {
     pub help_period: Option<u32>,
     pub help_factor_log2: Option<u32>,
     pub spin_rounds: Option<u32>,
+    pub grow_after: Option<u64>,
 }
 
 impl FairlaneKnobs {
@@ -235,6 +236,9 @@ impl FairlaneKnobs {
         }
         if let Some(r) = self.spin_rounds {
             parts.push(format!("spin_rounds={r}"));
+        }
+        if let Some(g) = self.grow_after {
+            parts.push(format!("grow_after={g}"));
         }
         if parts.is_empty() {
             "defaults".to_string()

@@ -87,6 +87,7 @@ impl Config {
                 help_period: cli.fairlane_help_period,
                 help_factor_log2: cli.fairlane_help_factor,
                 spin_rounds: cli.fairlane_spin_rounds,
+                grow_after: cli.fairlane_grow_after,
             },
             exe: std::env::current_exe()?,
             memcached_installed: crate::runtimes::RealMemcached::program().is_some(),

@@ -74,6 +74,62 @@ pub unsafe trait Host: Send + Sync + 'static {
         let _ = processor;
     }
 
+    /// Asks the host to *watch* processor `processor` from now on (`idle.md`,
+    /// "Kept tasks"): to make sure that, should its thread stop scheduling
+    /// (a task that never yields, or the OS not running the thread), some
+    /// sleeping processor's [`park`](Host::park) returns within a bounded
+    /// time and [`look_after_park`](Host::look_after_park) answers true
+    /// there, so that it looks for work and takes the tasks left on
+    /// `processor`'s lanes. Returns whether the host took on the watch; the
+    /// core then leaves those tasks unannounced (it wakes no sleeper for
+    /// them) while `processor` keeps up with them. Called on `processor`'s
+    /// own thread, for tasks on its lanes, and on a sleeping processor's
+    /// thread (inside its `park`), before it hands `processor` the tasks its
+    /// own events made ready. The watch lasts until
+    /// [`end_watch`](Host::end_watch) or until `processor` parks. The
+    /// default answers false: every announcement is made at once.
+    ///
+    /// # Example
+    /// ```
+    /// # use core::sync::atomic::{AtomicU64, Ordering};
+    /// # struct H(AtomicU64);
+    /// unsafe impl fairlane_core::Host for H {
+    /// #   fn now(&self) -> u64 { self.0.fetch_add(1, Ordering::Relaxed) }
+    /// #   fn current_processor(&self) -> Option<usize> { None }
+    /// #   fn park(&self, _: usize) {}
+    /// #   fn unpark(&self, _: usize) {}
+    ///     // A host with no way to notice a stuck processor: the core wakes
+    ///     // a sleeper for every task left on a busy processor's lanes.
+    ///     fn keep_watch(&self, _processor: usize) -> bool { false }
+    /// }
+    /// ```
+    #[inline]
+    fn keep_watch(&self, processor: usize) -> bool {
+        let _ = processor;
+        false
+    }
+
+    /// Called on processor `processor`'s own thread when the watch that
+    /// [`keep_watch`](Host::keep_watch) took on is no longer needed (its
+    /// lanes emptied, or it announced what they hold). The default does
+    /// nothing.
+    #[inline]
+    fn end_watch(&self, processor: usize) {
+        let _ = processor;
+    }
+
+    /// Called on processor `processor`'s own thread after each return of
+    /// [`park`](Host::park) that did not end its sleep: true ends the sleep
+    /// anyway, so that the processor looks for work. A host that watches
+    /// processors ([`keep_watch`](Host::keep_watch)) answers true after a
+    /// park in which it found a watched one that stopped scheduling. A
+    /// needless true costs one search for work. The default answers false.
+    #[inline]
+    fn look_after_park(&self, processor: usize) -> bool {
+        let _ = processor;
+        false
+    }
+
     /// One step of a wait for another thread that holds the processor set
     /// (a resize of the cluster): the default spins; a host with threads
     /// should let others run (`std::thread::yield_now`).

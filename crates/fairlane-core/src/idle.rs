@@ -79,14 +79,21 @@ impl Idle {
             .is_ok()
     }
 
-    /// Blocks until a waker has set `WAKE`; spurious returns of `park` are
-    /// absorbed here, each counted in `host_parks` (owner-written).
+    /// Blocks until a waker has set `WAKE`, or the host asks this processor
+    /// to look for work (`Host::look_after_park`: a processor it watches
+    /// stopped scheduling); other returns of `park` are absorbed here, each
+    /// counted in `host_parks` (owner-written). Leaving on the host's word
+    /// with `sem` still `ASLEEP` is safe: `reset` swaps it to `AWAKE`
+    /// whatever it holds, as after an absorbed wake.
     pub(crate) fn sleep(&self, p: usize, host: &impl Host, host_parks: &AtomicU64) {
         while self.sem[p].load(Ordering::Acquire) != WAKE {
             // Counted before the call, so that a park that keeps returning
             // early shows while it happens.
             bump(host_parks);
             host.park(p);
+            if host.look_after_park(p) {
+                return;
+            }
         }
     }
 
@@ -129,6 +136,14 @@ impl Idle {
             return true;
         }
         false
+    }
+
+    /// On processor `p`'s own thread: whether it is committed to sleep
+    /// (the caller runs inside its `Host::park`). Relaxed, as in
+    /// [`wake_self`](Self::wake_self).
+    #[inline]
+    pub(crate) fn in_own_park(&self, p: usize) -> bool {
+        self.sem[p].load(Ordering::Relaxed) == ASLEEP
     }
 
     /// Whether processor `p` has committed to sleep and no waker has asked

@@ -150,6 +150,15 @@ pub struct Config {
     /// (default 8; at least 1). Under a saturating load of high-priority
     /// tasks, a waiting low one still gets one poll in `priority_bound + 1`.
     pub priority_bound: u32,
+    /// How long, in the host's clock ticks, tasks that a watched processor
+    /// keeps on its lanes without waking a sleeper may wait before it wakes
+    /// one after all, and the most that a processor's oldest task may have
+    /// waited for it to be handed the tasks of a sleeping processor's own
+    /// events (`idle.md`, "Kept tasks"; only with a host that watches
+    /// processors, [`Host::keep_watch`]). Default `1 << 22`, about 1.6 ms
+    /// on a 2.6 GHz time-stamp counter: lower spreads work over more
+    /// processors sooner; higher keeps it on fewer, with fewer wake-ups.
+    pub grow_after: u64,
 }
 
 /// A task's priority class. Priorities shift *when* a task runs, within a
@@ -203,6 +212,7 @@ impl Config {
             spin_rounds: 4,
             clock_period: 4,
             priority_bound: 8,
+            grow_after: 1 << 22,
         }
     }
 

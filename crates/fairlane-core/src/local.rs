@@ -71,6 +71,12 @@ pub(crate) struct Local {
     /// A push made in `Host::poll_events` filled a lane and has not yet been
     /// announced: the processor does the handshake after its next pop.
     pub(crate) unannounced: AtomicBool,
+    /// Tasks on this processor's lanes were left unannounced under the
+    /// host's watch (`idle.md`, "Kept tasks"): kept by the owner, or handed
+    /// over by a sleeping processor, which sets it too (the one word here
+    /// that another thread writes). While it is set the owner checks its
+    /// lanes every iteration (`Scheduler::check_kept`).
+    pub(crate) kept: AtomicBool,
 }
 
 /// `Local::stop` bits.
@@ -126,6 +132,7 @@ impl Local {
             woken_runs: AtomicU32::new(0),
             in_events: AtomicBool::new(false),
             unannounced: AtomicBool::new(false),
+            kept: AtomicBool::new(false),
         }
     }
 

@@ -209,7 +209,7 @@ impl<T> ReadyQueue<T> {
 
     /// The `i`-th active slot, `i < processors()`.
     #[inline]
-    fn active_slot(&self, i: usize) -> usize {
+    pub(crate) fn active_slot(&self, i: usize) -> usize {
         self.active[i].load(Ordering::Relaxed)
     }
 
@@ -597,9 +597,18 @@ impl<T> ReadyQueue<T> {
         None
     }
 
+    /// Whether processor `q` keeps up with its own lanes: its oldest one
+    /// waited at most `bound`, and its heartbeat is at most `8 × bound` old
+    /// (a processor stuck in a poll publishes none; one that keeps
+    /// scheduling publishes one every few dozen iterations).
+    pub(crate) fn keeps_up(&self, q: usize, now: u64, bound: u64) -> bool {
+        let beat = self.beats[q].load(Ordering::Relaxed);
+        now.saturating_sub(beat) <= bound.saturating_mul(8) && self.own_age(q, now) <= bound
+    }
+
     /// The age of `p`'s oldest lane.
     #[inline]
-    fn own_age(&self, p: usize, now: u64) -> u64 {
+    pub(crate) fn own_age(&self, p: usize, now: u64) -> u64 {
         (p * self.stride..(p + 1) * self.stride)
             .map(|l| self.info[l].age(now))
             .max()
@@ -718,12 +727,13 @@ impl<T> ReadyQueue<T> {
     }
 
     /// Whether any shared lane or wake slot of an active processor looks
-    /// non-empty.
-    pub(crate) fn any_visible(&self) -> bool {
+    /// non-empty, `p`'s own lanes aside.
+    pub(crate) fn visible_beside_own_lanes(&self, p: usize) -> bool {
         (0..self.processors()).any(|i| {
             let q = self.active_slot(i);
             let base = q * self.stride;
-            (base..base + self.restricted_offset()).any(|l| self.info[l].looks_nonempty())
+            (q != p
+                && (base..base + self.restricted_offset()).any(|l| self.info[l].looks_nonempty()))
                 || self.local[q].woken.load(Ordering::Relaxed)
         })
     }
@@ -1032,7 +1042,7 @@ mod tests {
         q.close();
         assert_eq!(q.push_remote(Some(0), 8, 2, Priority::Normal), Err(8));
         assert_eq!(q.drain(), [7]);
-        assert!(!q.any_visible());
+        assert!(!q.visible_beside_own_lanes(usize::MAX));
     }
 
     #[test]

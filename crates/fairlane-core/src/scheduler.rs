@@ -23,6 +23,7 @@ pub struct Scheduler<T, H> {
     host: H,
     spin_rounds: u32,
     clock_period: u32,
+    grow_after: u64,
 }
 
 impl<T, H: Host> Scheduler<T, H> {
@@ -35,6 +36,7 @@ impl<T, H: Host> Scheduler<T, H> {
             host,
             spin_rounds: config.spin_rounds,
             clock_period: config.clock_period,
+            grow_after: config.grow_after,
         })
     }
 
@@ -142,6 +144,15 @@ impl<T, H: Host> Scheduler<T, H> {
         if self.is_removed(p) {
             return self.push_remote(item, None, priority);
         }
+        let item = if self.idle.in_own_park(p) && self.queue.processors() > 1 {
+            // Made ready by this processor's own events while it sleeps.
+            match self.hand_to_keeper(p, item, priority) {
+                Ok(()) => return Ok(()),
+                Err(item) => item,
+            }
+        } else {
+            item
+        };
         let filled = self.queue.push_local(p, item, priority)?;
         let local = &self.queue.local[p];
         if filled && local.in_events.load(Ordering::Relaxed) {
@@ -159,6 +170,67 @@ impl<T, H: Host> Scheduler<T, H> {
             self.notify_after_push(true);
         }
         Ok(())
+    }
+
+    /// Inside sleeping processor `p`'s `Host::park`, for an item its own
+    /// events made ready: hands it to another processor that is awake,
+    /// keeps up with its lanes and is watched by the host (`keep_watch`),
+    /// so that the work of a lightly loaded cluster gathers on the
+    /// processors that are awake and the others sleep on (`idle.md`, "Kept
+    /// tasks"). Its task's next I/O is then submitted there too. That
+    /// processor is woken as a restricted push wakes its target (a swap of
+    /// its `sem`: if it is on its way to sleep, its commit fails). Hands
+    /// the item back when no processor qualifies or the queue is closed.
+    #[inline(never)]
+    fn hand_to_keeper(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
+        let now = self.host.now();
+        let n = self.queue.processors();
+        let me = (0..n)
+            .position(|i| self.queue.active_slot(i) == p)
+            .unwrap_or(0);
+        for i in 1..n {
+            let q = self.queue.active_slot((me + i) % n);
+            if self.idle.is_asleep(q)
+                || !self.queue.keeps_up(q, now, self.grow_after)
+                || !self.host.keep_watch(q)
+            {
+                continue;
+            }
+            self.queue.push_remote(Some(q), item, now, priority)?;
+            self.queue.local[q].kept.store(true, Ordering::Relaxed);
+            self.idle.wake(q, &self.host);
+            return Ok(());
+        }
+        Err(item)
+    }
+
+    /// Tasks on processor `p`'s own lanes that no sleeper was told about
+    /// (leftovers of its events, or found there after a sleep): kept
+    /// unannounced if the host watches `p` (`Host::keep_watch`; `p` then
+    /// announces them once they wait past `Config::grow_after`, in
+    /// `check_kept`), else announced now (`idle.md`, "Kept tasks").
+    fn announce_own(&self, p: usize) {
+        let local = &self.queue.local[p];
+        if local.kept.load(Ordering::Relaxed) || self.host.keep_watch(p) {
+            local.kept.store(true, Ordering::Relaxed);
+        } else {
+            self.notify_after_push(true);
+        }
+    }
+
+    /// While processor `p` keeps tasks unannounced: once its lanes are
+    /// empty it stops; once their oldest task waited past
+    /// `Config::grow_after`, it announces them (a filling push's handshake),
+    /// so that a sleeping processor joins in.
+    #[inline(never)]
+    fn check_kept(&self, p: usize, now: u64) {
+        let local = &self.queue.local[p];
+        if !self.queue.own_looks_nonempty(p) {
+            local.kept.store(false, Ordering::Relaxed);
+        } else if self.queue.own_age(p, now) > self.grow_after {
+            local.kept.store(false, Ordering::Relaxed);
+            self.notify_after_push(true);
+        }
     }
 
     /// For a task woken on `p`'s thread, `me` being its pointer as given
@@ -297,7 +369,9 @@ impl<T, H: Host> Scheduler<T, H> {
     /// `top` (idle.md, "Pushes between polls").
     #[inline]
     fn announce_leftovers(&self, p: usize) {
-        self.notify_after_push(self.queue.processors() > 1 && self.queue.own_looks_nonempty(p));
+        if self.queue.processors() > 1 && self.queue.own_looks_nonempty(p) {
+            self.announce_own(p);
+        }
     }
 
     /// Waker side of the idle handshake (idle.md): the push is complete (its
@@ -379,6 +453,9 @@ impl<T, H: Host> Scheduler<T, H> {
                 local.unannounced.store(false, Ordering::Relaxed);
                 self.announce_leftovers(p);
             }
+            if local.kept.load(Ordering::Relaxed) {
+                self.check_kept(p, now);
+            }
             if let Some(found) = found {
                 return Some(self.found(p, found, handing_over));
             }
@@ -431,8 +508,12 @@ impl<T, H: Host> Scheduler<T, H> {
                 bump(&counters.steals);
             }
         }
-        if handing_over && self.queue.any_visible() {
-            self.idle.notify_one(&self.host);
+        if handing_over {
+            if self.queue.visible_beside_own_lanes(p) {
+                self.idle.notify_one(&self.host);
+            } else if self.queue.processors() > 1 && self.queue.own_looks_nonempty(p) {
+                self.announce_own(p);
+            }
         }
         item
     }

@@ -146,4 +146,13 @@ unsafe impl Host for StdHost {
     fn processor_stopping(&self, processor: usize) {
         self.io.processor_stopped(processor);
     }
+
+    fn keep_watch(&self, processor: usize) -> bool {
+        self.io.keep_watch(processor)
+    }
+
+    #[inline]
+    fn look_after_park(&self, processor: usize) -> bool {
+        self.io.look_after_park(processor)
+    }
 }

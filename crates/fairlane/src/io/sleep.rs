@@ -172,20 +172,26 @@ pub(crate) const NO_TIMER: u64 = u64::MAX;
 
 /// What a processor's engine holds, as other threads see it: operations
 /// (and, in the fallback backend, registered descriptors), the earliest
-/// timer, and whether it holds any of them (`held`, the one word the watch
-/// handshake reads). Written under the processor's lock, so exact there;
-/// read without it as hints (a stale read delays work one iteration), and
-/// by the watch handshake, whose fences order those reads.
+/// timer, whether the core keeps tasks under the watch
+/// (`Driver::keep_watch`), and whether it holds any of them (`held`, the
+/// one word the watch handshake reads). Written under the processor's
+/// lock, so exact there; read without it as hints (a stale read delays
+/// work one iteration), and by the watch handshake, whose fences order
+/// those reads.
 pub(crate) struct Work {
     outstanding: AtomicUsize,
     /// Earliest timer tick, `NO_TIMER` if none.
     next_timer: AtomicU64,
-    /// `outstanding != 0 || next_timer != NO_TIMER`, stored when it changes.
-    /// One word, so that a sleeper's recheck cannot pair a stale read of one
-    /// of the two with a fresh read of the other: an operation added while a
-    /// timer was set, then the timer fired, would otherwise read as an
-    /// empty engine although it never was one, and nothing would announce
-    /// it (work never appeared).
+    /// Tasks on the processor's lanes are kept unannounced under the watch
+    /// (set by [`keep`](Self::keep), only while `held` is true already;
+    /// cleared by [`unkeep`](Self::unkeep) when the owner parks).
+    kept: AtomicBool,
+    /// `outstanding != 0 || next_timer != NO_TIMER || kept`, stored when it
+    /// changes. One word, so that a sleeper's recheck cannot pair a stale
+    /// read of one of them with a fresh read of another: an operation added
+    /// while a timer was set, then the timer fired, would otherwise read as
+    /// an empty engine although it never was one, and nothing would
+    /// announce it (work never appeared).
     held: AtomicBool,
 }
 
@@ -194,6 +200,7 @@ impl Work {
         Self {
             outstanding: AtomicUsize::new(0),
             next_timer: AtomicU64::new(NO_TIMER),
+            kept: AtomicBool::new(false),
             held: AtomicBool::new(false),
         }
     }
@@ -205,7 +212,8 @@ impl Work {
     /// no read-modify-write, the lock orders the writers.
     fn update_held<L>(&self, _locked: &L) -> bool {
         let now = self.outstanding.load(Ordering::Relaxed) != 0
-            || self.next_timer.load(Ordering::Relaxed) != NO_TIMER;
+            || self.next_timer.load(Ordering::Relaxed) != NO_TIMER
+            || self.kept.load(Ordering::Relaxed);
         let before = self.held.load(Ordering::Relaxed);
         if now != before {
             self.held.store(now, Ordering::Relaxed);
@@ -231,6 +239,39 @@ impl Work {
     pub(crate) fn set_next_timer<L>(&self, locked: &L, tick: u64) -> bool {
         self.next_timer.store(tick, Ordering::Relaxed);
         self.update_held(locked)
+    }
+
+    /// Under the lock: the core keeps tasks on the processor's lanes
+    /// unannounced (`Host::keep_watch`), which needs some sleeper to watch
+    /// the processor. Only if the engine holds work already (`held`): the
+    /// watch handshake then already has a sleeper watching it (or no
+    /// processor sleeping unwatched), and `kept` holds `held` up until the
+    /// owner parks, whoever takes the engine's operations and timers away
+    /// meanwhile. Returns whether it is kept; no announcement is needed,
+    /// since `held` does not change.
+    pub(crate) fn keep<L>(&self, _locked: &L) -> bool {
+        if !self.held.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !self.kept.load(Ordering::Relaxed) {
+            self.kept.store(true, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Under the lock, by the owner going to sleep (its lanes are empty,
+    /// and a parked processor is not watched): nothing is kept any more.
+    pub(crate) fn unkeep<L>(&self, locked: &L) {
+        if self.kept.load(Ordering::Relaxed) {
+            self.kept.store(false, Ordering::Relaxed);
+            self.update_held(locked);
+        }
+    }
+
+    /// Whether the core keeps tasks under the watch (a hint without the
+    /// lock).
+    pub(crate) fn is_kept(&self) -> bool {
+        self.kept.load(Ordering::Relaxed)
     }
 
     /// Operations and registrations (a hint without the lock).

@@ -601,6 +601,26 @@ impl Builder {
         self
     }
 
+    /// How long, in clock ticks of the scheduler (the time-stamp counter
+    /// on x86_64, nanoseconds elsewhere), the tasks made ready by a
+    /// processor's own I/O and timers may wait on its lanes before a
+    /// sleeping processor is woken to share them; also the most its oldest
+    /// task may have waited for it to be handed the work of a processor
+    /// that would otherwise wake up for it (default `1 << 22`, about 1.6 ms
+    /// at 2.6 GHz). Lower spreads a server's connections over more
+    /// processors sooner; higher keeps them on fewer, with fewer wake-ups.
+    /// See `fairlane-core`'s `idle.md`, "Kept tasks".
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(2).grow_after(1 << 20).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn grow_after(&mut self, ticks: u64) -> &mut Self {
+        self.config.grow_after = ticks;
+        self
+    }
+
     /// How many polls of other classes' tasks a ready normal- or
     /// low-priority task at the head of its lane waits at most on its
     /// processor (default 8; at least 1). See

@@ -7,7 +7,7 @@ use std::sync::atomic::Ordering;
 use std::task::Waker;
 use std::time::Duration;
 
-use super::rescue::{RESUMED, RESUMED_PARKED, RESUMED_WATCHING, WATCH_PERIOD};
+use super::rescue::{LOOK, RESUMED, RESUMED_PARKED, RESUMED_WATCHING, WATCH_PERIOD};
 use super::{Driver, Engine, ProcessorIo, State, CURRENT};
 use crate::io::sleep::{IN_ENGINE, NO_TIMER, ON_FUTEX};
 
@@ -31,6 +31,9 @@ impl Driver {
         let watched;
         let timeout = {
             let mut st = proc.lock();
+            // Its lanes are empty (the core's final scan found nothing), and
+            // a parked processor is not watched: nothing is kept.
+            proc.work.unkeep(&st);
             self.drain_all(&proc, &mut st, &mut fired);
             // A wake-up reaped by anyone since the last park is this park's
             // token (the `Host::park` contract): return at once.
@@ -123,6 +126,12 @@ impl Driver {
                 && !other.sleep.parked_hint()
             {
                 self.drain_other(other);
+                if other.work.is_kept() {
+                    // Stuck with tasks its core kept on its lanes: the core
+                    // here looks for work (help, steal) instead of parking
+                    // again (idle.md, "Kept tasks").
+                    LOOK.with(|look| look.set(true));
+                }
             }
         }
         // If the core now resumes running tasks here (rather than parking

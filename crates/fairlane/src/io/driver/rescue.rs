@@ -37,6 +37,10 @@ thread_local! {
     /// `poll_events` only once it runs its loop again, so the next one
     /// knows that the processor resumes running tasks.
     pub(super) static RESUMED: Cell<u8> = const { Cell::new(RESUMED_NO) };
+    /// Set in `park` when a processor this one watched had stopped
+    /// scheduling while the core kept tasks on its lanes: the core is to
+    /// look for work (`Driver::look_after_park`).
+    pub(super) static LOOK: Cell<bool> = const { Cell::new(false) };
     /// Rescuing state of this processor thread: the processor it watches,
     /// that one's iteration count when sampled, and a random state.
     static WATCH: Cell<(usize, u64, u64)> = const { Cell::new((0, u64::MAX, 0x9e37_79b9_7f4a_7c15)) };
@@ -91,6 +95,27 @@ impl Driver {
                 self.hand_over_watch(proc.index);
             }
         }
+    }
+
+    /// Host hook (`Host::keep_watch`): the core of processor `p` (on its
+    /// own thread, or on a sleeping processor's, about to hand it tasks)
+    /// leaves tasks on `p`'s lanes unannounced if `p` is watched. Yes if its
+    /// engine holds work already: the watch handshake then keeps a sleeper
+    /// watching it, and `Work::keep` keeps it held until `p` parks. Called
+    /// holding no engine's lock.
+    pub(crate) fn keep_watch(&self, p: usize) -> bool {
+        let own = self.current().filter(|proc| proc.index == p);
+        let Some(proc) = own.or_else(|| self.procs().get(p).cloned()) else {
+            return false;
+        };
+        proc.work.pending() && proc.work.keep(&proc.lock())
+    }
+
+    /// Host hook (`Host::look_after_park`), on processor `p`'s thread after
+    /// a park: whether that park found a processor it watched stuck while
+    /// the core kept tasks on its lanes.
+    pub(crate) fn look_after_park(&self, _p: usize) -> bool {
+        LOOK.with(|look| look.replace(false))
     }
 
     /// Looks at one other processor; if its owner has not been through its
