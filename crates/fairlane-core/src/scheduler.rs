@@ -774,6 +774,119 @@ mod tests {
         fn unpark(&self, _: usize) {}
     }
 
+    /// Two processors driven by hand from the test's thread: the calling
+    /// code acts as processor `at`; the host watches processors if `watch`
+    /// is set; unparks are counted.
+    struct HandHost {
+        now: AtomicU64,
+        at: crate::sync::AtomicUsize,
+        watch: bool,
+        unparks: crate::sync::AtomicUsize,
+    }
+
+    // SAFETY: the tests act as one processor at a time, on one thread.
+    unsafe impl Host for HandHost {
+        fn now(&self) -> u64 {
+            self.now.load(Ordering::Relaxed)
+        }
+        fn current_processor(&self) -> Option<usize> {
+            Some(self.at.load(Ordering::Relaxed))
+        }
+        fn park(&self, _: usize) {}
+        fn unpark(&self, _: usize) {
+            self.unparks.fetch_add(1, Ordering::Relaxed);
+        }
+        fn keep_watch(&self, _: usize) -> bool {
+            self.watch
+        }
+    }
+
+    /// Two processors, the clock read at every iteration, `grow_after`
+    /// 1,000 ticks.
+    fn by_hand(watch: bool) -> Scheduler<u32, HandHost> {
+        let mut config = Config::new(2);
+        config.clock_period = 1;
+        config.grow_after = 1_000;
+        let host = HandHost {
+            now: AtomicU64::new(0),
+            at: crate::sync::AtomicUsize::new(0),
+            watch,
+            unparks: crate::sync::AtomicUsize::new(0),
+        };
+        Scheduler::new(config, host).unwrap()
+    }
+
+    /// Sleeper steps 1, 2 and 4 for processor `p` (its final scan finding
+    /// nothing).
+    fn asleep(sched: &Scheduler<u32, HandHost>, p: usize) {
+        sched.idle.publish(p);
+        fence(Ordering::SeqCst);
+        assert!(sched.idle.commit(p));
+    }
+
+    impl Scheduler<u32, HandHost> {
+        fn act_as(&self, p: usize) -> &Self {
+            self.host.at.store(p, Ordering::Relaxed);
+            self
+        }
+        fn unparks(&self) -> usize {
+            self.host.unparks.load(Ordering::Relaxed)
+        }
+    }
+
+    #[test]
+    fn leftovers_of_a_watched_processor_wake_a_sleeper_only_once_they_wait_past_grow_after() {
+        for watch in [false, true] {
+            let sched = by_hand(watch);
+            asleep(&sched, 1);
+            // Three tasks made ready by processor 0's own events.
+            let local = &sched.queue.local[0];
+            local.in_events.store(true, Ordering::Relaxed);
+            for item in 1..=3 {
+                sched.push_local(0, item, Priority::Normal).unwrap();
+            }
+            local.in_events.store(false, Ordering::Relaxed);
+            sched.host.now.store(10, Ordering::Relaxed);
+            // Equal stamps: any of them first.
+            assert!(sched.next(0).is_some());
+            assert_eq!(sched.unparks(), usize::from(!watch), "watch: {watch}");
+            sched.host.now.store(5_000, Ordering::Relaxed);
+            assert!(sched.next(0).is_some());
+            assert_eq!(sched.unparks(), 1, "watch: {watch}");
+        }
+    }
+
+    #[test]
+    fn a_task_made_ready_in_a_sleepers_park_goes_to_an_awake_processor_that_keeps_up() {
+        let sched = by_hand(true);
+        asleep(&sched, 1);
+        sched.act_as(1).push_local(1, 7, Priority::Normal).unwrap();
+        assert!(sched.idle.is_asleep(1), "the sleeper sleeps on");
+        assert!(sched.queue.local[0].kept.load(Ordering::Relaxed));
+        assert_eq!(sched.act_as(0).next(0), Some(7));
+        assert_eq!(sched.unparks(), 0);
+    }
+
+    #[test]
+    fn a_task_made_ready_in_a_sleepers_park_stays_when_no_awake_processor_keeps_up() {
+        // Processor 0 not watched; behind (its oldest task waited past
+        // `grow_after`); asleep too.
+        for case in ["unwatched", "behind", "asleep"] {
+            let sched = by_hand(case != "unwatched");
+            if case == "behind" {
+                sched.push_local(0, 1, Priority::Normal).unwrap();
+                sched.host.now.store(5_000, Ordering::Relaxed);
+            }
+            if case == "asleep" {
+                asleep(&sched, 0);
+            }
+            asleep(&sched, 1);
+            sched.act_as(1).push_local(1, 7, Priority::Normal).unwrap();
+            assert!(!sched.idle.is_asleep(1), "{case}: the sleeper wakes for it");
+            assert_eq!(sched.act_as(1).next(1), Some(7), "{case}");
+        }
+    }
+
     #[test]
     fn an_item_pushed_is_handed_out_once_and_a_closed_scheduler_hands_out_nothing() {
         let sched = Scheduler::new(Config::new(1), CountingHost(AtomicU64::new(0))).unwrap();

@@ -13,7 +13,7 @@ use fairlane_core::loom_scheduler::Scheduler;
 use fairlane_core::{Config, Host};
 use std::cell::Cell;
 
-use loom::sync::atomic::{AtomicUsize, Ordering};
+use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Condvar, Mutex};
 use loom::thread::{self, Thread};
 
@@ -35,9 +35,17 @@ struct LoomHost {
     /// Run by the first `park`, which then returns, as the std host's park
     /// returns after reaping an I/O completion or a timer that woke a task.
     on_park: Mutex<Option<Box<dyn FnOnce() + Send>>>,
+    /// Whether `on_park` is still to be claimed: the parks that find it
+    /// claimed take no lock. A loom `Mutex` that another thread acquires
+    /// or releases while a thread is about to lock it resets that thread's
+    /// state, and with it an unpark it had stored for its next park, which
+    /// would make that park block through a wake-up the protocol did make.
+    event_pending: AtomicBool,
     /// Where set, counts the calls of `park` that block, so that a model can
     /// wait until its processors sleep.
     parks: Option<Count>,
+    /// `Host::keep_watch`'s answer: whether the host watches processors.
+    watch: bool,
 }
 
 impl LoomHost {
@@ -45,8 +53,16 @@ impl LoomHost {
         Self {
             threads: Mutex::new(vec![None; processors]),
             on_park: Mutex::new(None),
+            event_pending: AtomicBool::new(false),
             parks: None,
+            watch: false,
         }
+    }
+
+    /// Sets what the first `park` runs.
+    fn on_park(&self, event: Box<dyn FnOnce() + Send>) {
+        *self.on_park.lock().unwrap() = Some(event);
+        self.event_pending.store(true, Ordering::SeqCst);
     }
 
     fn register(&self, p: usize) {
@@ -67,7 +83,13 @@ unsafe impl Host for LoomHost {
     }
 
     fn park(&self, _processor: usize) {
-        let event = self.on_park.lock().unwrap().take();
+        let claimed = self.event_pending.load(Ordering::Relaxed)
+            && self.event_pending.swap(false, Ordering::SeqCst);
+        let event = if claimed {
+            self.on_park.lock().unwrap().take()
+        } else {
+            None
+        };
         match event {
             Some(event) => event(),
             None => {
@@ -89,6 +111,10 @@ unsafe impl Host for LoomHost {
         if let Some(events) = EVENTS.with(|e| e.borrow_mut().take()) {
             events();
         }
+    }
+
+    fn keep_watch(&self, _processor: usize) -> bool {
+        self.watch
     }
 }
 
@@ -130,7 +156,7 @@ fn outside_pushes_race_sleepers(
     if !events.is_empty() {
         let inner = sched.clone();
         // Taken (and dropped) by the park that runs it: no reference cycle.
-        *sched.host().on_park.lock().unwrap() = Some(Box::new(move || {
+        sched.host().on_park(Box::new(move || {
             for &item in events {
                 inner.push(item, None).unwrap();
             }
@@ -284,7 +310,7 @@ fn busy_processors_race_sleepers(processors: usize, pushes: &'static [(u32, Opti
 /// Mutations this model catches (each applied to `src/scheduler.rs` and
 /// seen to fail with a deadlock in well under a second, at preemption bound
 /// 1 as at 2): deleting the hand-over in `Scheduler::found`
-/// (`if handing_over && any_visible() { notify_one }`), and deleting the
+/// (`if handing_over { if visible_beside_own_lanes(p) { notify_one } ... }`), and deleting the
 /// `fence(SeqCst)` after `Idle::retract` in `Scheduler::next`. Neither
 /// fails any other model in this file. It runs at bound 2 (about a second;
 /// bound 3 takes about ten).
@@ -311,7 +337,7 @@ fn idle_sleep_events_reaped_inside_a_park_reach_both_processors() {
         let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
         let inner = sched.clone();
         // Taken (and dropped) by the park that runs it: no reference cycle.
-        *sched.host().on_park.lock().unwrap() = Some(Box::new(move || {
+        sched.host().on_park(Box::new(move || {
             for item in [1, 2] {
                 inner.push(item, None).unwrap();
             }
@@ -327,6 +353,39 @@ fn idle_sleep_events_reaped_inside_a_park_reach_both_processors() {
             w.join().unwrap();
         }
         assert_eq!(taken.get(), 2, "an item was handed out twice or lost");
+    });
+}
+
+/// Two processors with a host that watches them (`Host::keep_watch`), each
+/// busy with the first item it takes; the first to park reaps an event
+/// there and, its own `sem` left `ASLEEP`, hands the item to the other
+/// processor, awake, going to sleep or already committed (idle.md, "Kept
+/// tasks", handing over). The swap of the receiver's `sem` must end or
+/// prevent its sleep: deleting the `Idle::wake` in
+/// `Scheduler::hand_to_keeper` was seen to fail with a deadlock (the
+/// receiver sleeps on beside the item, the giver sleeps on too).
+#[test]
+fn idle_sleep_a_task_handed_over_from_inside_a_park_reaches_its_receiver() {
+    model(|| {
+        let mut host = LoomHost::new(2);
+        host.watch = true;
+        let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
+        let inner = sched.clone();
+        // Taken (and dropped) by the park that runs it: no reference cycle.
+        sched.host().on_park(Box::new(move || {
+            inner.push(1, None).unwrap();
+        }));
+        let taken = Arc::new(Count::new());
+        let workers: Vec<_> = (0..2)
+            .map(|p| {
+                let (sched, taken) = (sched.clone(), taken.clone());
+                thread::spawn(move || busy_processor(&sched, p, &taken, 1))
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        assert_eq!(taken.get(), 1, "the item was handed out twice or lost");
     });
 }
 
