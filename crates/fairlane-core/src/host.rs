@@ -85,9 +85,10 @@ pub unsafe trait Host: Send + Sync + 'static {
     /// them) while `processor` keeps up with them. Called on `processor`'s
     /// own thread, for tasks on its lanes, and on a sleeping processor's
     /// thread (inside its `park`), before it hands `processor` the tasks its
-    /// own events made ready. The watch lasts until
-    /// [`end_watch`](Host::end_watch) or until `processor` parks. The
-    /// default answers false: every announcement is made at once.
+    /// own events made ready. The watch lasts until `processor` calls
+    /// [`end_watch`](Host::end_watch) (unless tasks were handed to it
+    /// since) or parks. The default answers false: every announcement is
+    /// made at once.
     ///
     /// # Example
     /// ```
@@ -109,10 +110,11 @@ pub unsafe trait Host: Send + Sync + 'static {
         false
     }
 
-    /// Called on processor `processor`'s own thread when the watch that
-    /// [`keep_watch`](Host::keep_watch) took on is no longer needed (its
-    /// lanes emptied, or it announced what they hold). The default does
-    /// nothing.
+    /// Called on processor `processor`'s own thread once the tasks it kept
+    /// under the watch are gone from its lanes or announced: the host may
+    /// stop watching it for them, unless another processor handed it tasks
+    /// (through [`keep_watch`](Host::keep_watch)) since its last call. The
+    /// default does nothing.
     #[inline]
     fn end_watch(&self, processor: usize) {
         let _ = processor;

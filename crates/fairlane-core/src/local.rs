@@ -1,12 +1,14 @@
 //! A processor's own state: the words only the processor running the slot
 //! writes (its scheduling cursors, random state, clock reading, priority
 //! counters, counters and the between-polls flags of `idle.md`), beside
-//! the words of other protocols that live in the same place (`stop` of
-//! `idle.md`, `reading`, `occupied` and `generation` of `resize.md`).
+//! the words of other protocols that live in the same place (`stop` and
+//! `kept` of `idle.md`, `reading`, `occupied` and `generation` of
+//! `resize.md`).
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
-/// Per-processor state that only the owning processor writes. Relaxed
+/// Per-processor state that only the owning processor writes (but for the
+/// other protocols' words named in the module's documentation). Relaxed
 /// loads and stores (never read-modify-writes) keep it as cheap as plain
 /// fields while letting other threads read the counters.
 pub(crate) struct Local {

@@ -221,15 +221,18 @@ impl<T, H: Host> Scheduler<T, H> {
     /// While processor `p` keeps tasks unannounced: once its lanes are
     /// empty it stops; once their oldest task waited past
     /// `Config::grow_after`, it announces them (a filling push's handshake),
-    /// so that a sleeping processor joins in.
+    /// so that a sleeping processor joins in. Either way the host's watch
+    /// for them ends (`Host::end_watch`).
     #[inline(never)]
     fn check_kept(&self, p: usize, now: u64) {
         let local = &self.queue.local[p];
         if !self.queue.own_looks_nonempty(p) {
             local.kept.store(false, Ordering::Relaxed);
+            self.host.end_watch(p);
         } else if self.queue.own_age(p, now) > self.grow_after {
             local.kept.store(false, Ordering::Relaxed);
             self.notify_after_push(true);
+            self.host.end_watch(p);
         }
     }
 

@@ -151,6 +151,10 @@ unsafe impl Host for StdHost {
         self.io.keep_watch(processor)
     }
 
+    fn end_watch(&self, processor: usize) {
+        self.io.end_watch(processor);
+    }
+
     #[inline]
     fn look_after_park(&self, processor: usize) -> bool {
         self.io.look_after_park(processor)

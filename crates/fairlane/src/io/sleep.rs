@@ -184,8 +184,13 @@ pub(crate) struct Work {
     next_timer: AtomicU64,
     /// Tasks on the processor's lanes are kept unannounced under the watch
     /// (set by [`keep`](Self::keep), only while `held` is true already;
-    /// cleared by [`unkeep`](Self::unkeep) when the owner parks).
+    /// cleared by [`unkeep`](Self::unkeep) when the owner parks, and by
+    /// [`end_keep`](Self::end_keep) when it has no kept task left).
     kept: AtomicBool,
+    /// Another processor handed the owner tasks ([`keep`](Self::keep) with
+    /// `handed`) since its last [`end_keep`](Self::end_keep). Under the
+    /// lock only.
+    handed: AtomicBool,
     /// `outstanding != 0 || next_timer != NO_TIMER || kept`, stored when it
     /// changes. One word, so that a sleeper's recheck cannot pair a stale
     /// read of one of them with a fresh read of another: an operation added
@@ -201,6 +206,7 @@ impl Work {
             outstanding: AtomicUsize::new(0),
             next_timer: AtomicU64::new(NO_TIMER),
             kept: AtomicBool::new(false),
+            handed: AtomicBool::new(false),
             held: AtomicBool::new(false),
         }
     }
@@ -246,22 +252,41 @@ impl Work {
     /// the processor. Only if the engine holds work already (`held`): the
     /// watch handshake then already has a sleeper watching it (or no
     /// processor sleeping unwatched), and `kept` holds `held` up until the
-    /// owner parks, whoever takes the engine's operations and timers away
-    /// meanwhile. Returns whether it is kept; no announcement is needed,
-    /// since `held` does not change.
-    pub(crate) fn keep<L>(&self, _locked: &L) -> bool {
+    /// owner parks or ends it, whoever takes the engine's operations and
+    /// timers away meanwhile. `handed`: for tasks another processor hands
+    /// the owner, which the owner's next `end_keep` may not have seen.
+    /// Returns whether it is kept; no announcement is needed, since `held`
+    /// does not change.
+    pub(crate) fn keep<L>(&self, _locked: &L, handed: bool) -> bool {
         if !self.held.load(Ordering::Relaxed) {
             return false;
         }
         if !self.kept.load(Ordering::Relaxed) {
             self.kept.store(true, Ordering::Relaxed);
         }
+        if handed {
+            self.handed.store(true, Ordering::Relaxed);
+        }
         true
+    }
+
+    /// Under the lock, by the owner, whose kept tasks are gone from its
+    /// lanes or announced: nothing is kept any more, unless tasks were
+    /// handed to it since its last call (it may have looked at its lanes
+    /// before they came; its next look covers them, and its next call ends
+    /// the watch).
+    pub(crate) fn end_keep<L>(&self, locked: &L) {
+        if self.handed.load(Ordering::Relaxed) {
+            self.handed.store(false, Ordering::Relaxed);
+        } else {
+            self.unkeep(locked);
+        }
     }
 
     /// Under the lock, by the owner going to sleep (its lanes are empty,
     /// and a parked processor is not watched): nothing is kept any more.
     pub(crate) fn unkeep<L>(&self, locked: &L) {
+        self.handed.store(false, Ordering::Relaxed);
         if self.kept.load(Ordering::Relaxed) {
             self.kept.store(false, Ordering::Relaxed);
             self.update_held(locked);

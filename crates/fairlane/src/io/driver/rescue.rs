@@ -105,10 +105,21 @@ impl Driver {
     /// holding no engine's lock.
     pub(crate) fn keep_watch(&self, p: usize) -> bool {
         let own = self.current().filter(|proc| proc.index == p);
+        let handed = own.is_none();
         let Some(proc) = own.or_else(|| self.procs().get(p).cloned()) else {
             return false;
         };
-        proc.work.pending() && proc.work.keep(&proc.lock())
+        proc.work.pending() && proc.work.keep(&proc.lock(), handed)
+    }
+
+    /// Host hook (`Host::end_watch`), on processor `p`'s thread: the tasks
+    /// its core kept are gone or announced (`Work::end_keep`).
+    pub(crate) fn end_watch(&self, p: usize) {
+        if let Some(proc) = self.current().filter(|proc| proc.index == p) {
+            if proc.work.is_kept() {
+                proc.work.end_keep(&proc.lock());
+            }
+        }
     }
 
     /// Host hook (`Host::look_after_park`), on processor `p`'s thread after
