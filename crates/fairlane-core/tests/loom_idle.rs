@@ -321,72 +321,59 @@ fn idle_sleep_busy_processor_hands_over_to_the_next_sleeper() {
     });
 }
 
-/// Two processors, each busy with the first item it takes; the first to
-/// park reaps two events there, pushing two items onto its own lane. It
-/// ends its own sleep (`Idle::wake_self`) instead of waking another
-/// sleeper, takes one item and finds the other still visible: the
+/// Two processors (with a host that watches them if `watch`), each busy
+/// with the first item it takes; the first to park reaps `events` there,
+/// pushing them from inside its park. Every item must be taken once.
+fn events_reaped_inside_a_park(watch: bool, events: &'static [u32]) {
+    let mut host = LoomHost::new(2);
+    host.watch = watch;
+    let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
+    let inner = sched.clone();
+    // Taken (and dropped) by the park that runs it: no reference cycle.
+    sched.host().on_park(Box::new(move || {
+        for &item in events {
+            inner.push(item, None).unwrap();
+        }
+    }));
+    let taken = Arc::new(Count::new());
+    let workers: Vec<_> = (0..2)
+        .map(|p| {
+            let (sched, taken) = (sched.clone(), taken.clone());
+            thread::spawn(move || busy_processor(&sched, p, &taken, events.len()))
+        })
+        .collect();
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert_eq!(
+        taken.get(),
+        events.len(),
+        "an item was handed out twice or lost"
+    );
+}
+
+/// Two events reaped in a park, pushed onto the parked processor's own
+/// lane. It ends its own sleep (`Idle::wake_self`) instead of waking
+/// another sleeper, takes one item and finds the other still visible: the
 /// hand-over must wake the other processor, asleep or going to sleep
 /// (idle.md, "Pushes from inside `park`"). Fails if such a push neither
 /// wakes its own processor nor notifies (a deadlock: the parked processor
 /// sleeps on beside its items).
 #[test]
 fn idle_sleep_events_reaped_inside_a_park_reach_both_processors() {
-    model(|| {
-        let mut host = LoomHost::new(2);
-        host.parks = Some(Count::new());
-        let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
-        let inner = sched.clone();
-        // Taken (and dropped) by the park that runs it: no reference cycle.
-        sched.host().on_park(Box::new(move || {
-            for item in [1, 2] {
-                inner.push(item, None).unwrap();
-            }
-        }));
-        let taken = Arc::new(Count::new());
-        let workers: Vec<_> = (0..2)
-            .map(|p| {
-                let (sched, taken) = (sched.clone(), taken.clone());
-                thread::spawn(move || busy_processor(&sched, p, &taken, 2))
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(taken.get(), 2, "an item was handed out twice or lost");
-    });
+    model(|| events_reaped_inside_a_park(false, &[1, 2]));
 }
 
-/// Two processors with a host that watches them (`Host::keep_watch`), each
-/// busy with the first item it takes; the first to park reaps an event
-/// there and, its own `sem` left `ASLEEP`, hands the item to the other
-/// processor, awake, going to sleep or already committed (idle.md, "Kept
-/// tasks", handing over). The swap of the receiver's `sem` must end or
-/// prevent its sleep: deleting the `Idle::wake` in
-/// `Scheduler::hand_to_keeper` was seen to fail with a deadlock (the
-/// receiver sleeps on beside the item, the giver sleeps on too).
+/// With a host that watches processors (`Host::keep_watch`), an event
+/// reaped in a park is handed, the parked processor's own `sem` left
+/// `ASLEEP`, to the other processor, awake, going to sleep or already
+/// committed (idle.md, "Kept tasks", handing over). The swap of the
+/// receiver's `sem` must end or prevent its sleep: deleting the
+/// `Idle::wake` in `Scheduler::hand_to_keeper` was seen to fail with a
+/// deadlock (the receiver sleeps on beside the item, the giver too).
 #[test]
 fn idle_sleep_a_task_handed_over_from_inside_a_park_reaches_its_receiver() {
-    model(|| {
-        let mut host = LoomHost::new(2);
-        host.watch = true;
-        let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
-        let inner = sched.clone();
-        // Taken (and dropped) by the park that runs it: no reference cycle.
-        sched.host().on_park(Box::new(move || {
-            inner.push(1, None).unwrap();
-        }));
-        let taken = Arc::new(Count::new());
-        let workers: Vec<_> = (0..2)
-            .map(|p| {
-                let (sched, taken) = (sched.clone(), taken.clone());
-                thread::spawn(move || busy_processor(&sched, p, &taken, 1))
-            })
-            .collect();
-        for w in workers {
-            w.join().unwrap();
-        }
-        assert_eq!(taken.get(), 1, "the item was handed out twice or lost");
-    });
+    model(|| events_reaped_inside_a_park(true, &[1]));
 }
 
 /// A two-processor scheduler whose processor 1 runs `busy_processor` until
