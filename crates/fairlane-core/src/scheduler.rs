@@ -278,10 +278,23 @@ impl<T, H: Host> Scheduler<T, H> {
         self.notify_after_push(true);
     }
 
-    /// Pushes a task taken from `p`'s wake slot onto the lanes, or back
-    /// into the slot if the queue closed (for `drain`).
+    /// Pushes a task taken from `p`'s wake slot onto the lanes (the
+    /// remaining processors' if `p` was removed), or back into the slot if
+    /// the queue closed (for `drain`). Called by `p`'s thread in `next`,
+    /// which holds `p`'s read side of the resize lock even once `p` is
+    /// removed (it gives it back when `next` has returned): the processor
+    /// set cannot change under the push, and the outside threads' read side
+    /// that `push_remote` takes would wait for a writer that waits for this
+    /// very flag (resize.md, "Removing a processor").
     fn lane_woken(&self, p: usize, item: T) {
-        if let Err(item) = self.push_local(p, item, Priority::Normal) {
+        let pushed = if self.is_removed(p) {
+            self.queue
+                .push_remote(None, item, self.host.now(), Priority::Normal)
+                .map(|filled| self.notify_after_push(filled))
+        } else {
+            self.push_local(p, item, Priority::Normal)
+        };
+        if let Err(item) = pushed {
             self.queue.restore_woken(p, item);
         }
     }

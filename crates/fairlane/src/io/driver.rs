@@ -258,6 +258,20 @@ impl Driver {
         Ok(proc)
     }
 
+    /// Sets up the engine of processor `p`, just added to the cluster,
+    /// before its thread starts (which then finds it): from then on work
+    /// moving off a processor that stops can go to `p`'s engine
+    /// (`live_proc`), even if `p`'s thread has not run yet. Without it, a
+    /// processor removed right after another was added could find no live
+    /// engine but its own. Creating it submits nothing (its wake-up read is
+    /// only published), so no completion belongs to the calling thread.
+    /// Failing here is not final: `p`'s thread tries again.
+    pub(crate) fn prepare(&self, p: usize) {
+        if let Err(e) = self.ensure(p) {
+            tracing::debug!(processor = p, error = %e, "engine not set up before the processor's thread");
+        }
+    }
+
     /// The calling thread runs processor `p` from now on.
     pub(crate) fn register_current(&self, p: usize) {
         match self.ensure(p) {

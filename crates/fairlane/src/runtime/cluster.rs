@@ -222,6 +222,7 @@ impl Cluster {
                 ),
             ));
         };
+        self.handle.cluster.host().io().prepare(id.index());
         if let Err(e) = self.handle.start_processor_thread(id.index()) {
             // Undo: the slot is freed once "its thread" has run, which it
             // does at once, as the processor no longer exists.
