@@ -726,14 +726,19 @@ impl<T> ReadyQueue<T> {
         (base..base + self.stride).any(|l| self.info[l].looks_nonempty())
     }
 
+    /// Whether any of processor `p`'s shared lanes (those others may take
+    /// from: not its restricted lane) looks non-empty.
+    pub(crate) fn own_shared_looks_nonempty(&self, p: usize) -> bool {
+        let base = p * self.stride;
+        (base..base + self.restricted_offset()).any(|l| self.info[l].looks_nonempty())
+    }
+
     /// Whether any shared lane or wake slot of an active processor looks
     /// non-empty, `p`'s own lanes aside.
     pub(crate) fn visible_beside_own_lanes(&self, p: usize) -> bool {
         (0..self.processors()).any(|i| {
             let q = self.active_slot(i);
-            let base = q * self.stride;
-            (q != p
-                && (base..base + self.restricted_offset()).any(|l| self.info[l].looks_nonempty()))
+            (q != p && self.own_shared_looks_nonempty(q))
                 || self.local[q].woken.load(Ordering::Relaxed)
         })
     }

@@ -527,7 +527,7 @@ impl<T, H: Host> Scheduler<T, H> {
         if handing_over {
             if self.queue.visible_beside_own_lanes(p) {
                 self.idle.notify_one(&self.host);
-            } else if self.queue.processors() > 1 && self.queue.own_looks_nonempty(p) {
+            } else if self.queue.processors() > 1 && self.queue.own_shared_looks_nonempty(p) {
                 self.announce_own(p);
             }
         }
