@@ -101,8 +101,9 @@ impl Driver {
     /// own thread, or on a sleeping processor's, about to hand it tasks)
     /// leaves tasks on `p`'s lanes unannounced if `p` is watched. Yes if its
     /// engine holds work already: the watch handshake then keeps a sleeper
-    /// watching it, and `Work::keep` keeps it held until `p` parks. Called
-    /// holding no engine's lock.
+    /// watching it, and `Work::keep` keeps it held until `p` parks or its
+    /// core ends the watch (`end_watch`). Called holding no engine's
+    /// lock.
     pub(crate) fn keep_watch(&self, p: usize) -> bool {
         let own = self.current().filter(|proc| proc.index == p);
         let handed = own.is_none();
