@@ -131,7 +131,7 @@ impl Idle {
     pub(crate) fn wake_self(&self, p: usize) -> bool {
         // Relaxed: only `p`'s thread (this one) stores ASLEEP, so this read
         // sees its own latest store; a WAKE from others needs nothing more.
-        if self.sem[p].load(Ordering::Relaxed) == ASLEEP {
+        if self.in_own_park(p) {
             self.sem[p].swap(WAKE, Ordering::AcqRel);
             return true;
         }

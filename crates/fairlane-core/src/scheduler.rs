@@ -184,13 +184,12 @@ impl<T, H: Host> Scheduler<T, H> {
     #[inline(never)]
     fn hand_to_keeper(&self, p: usize, item: T, priority: Priority) -> Result<(), T> {
         let now = self.host.now();
-        let n = self.queue.processors();
-        let me = (0..n)
-            .position(|i| self.queue.active_slot(i) == p)
-            .unwrap_or(0);
-        for i in 1..n {
-            let q = self.queue.active_slot((me + i) % n);
-            if self.idle.is_asleep(q)
+        // In the active list's order, the same for every sleeper: the work
+        // gathers on the first processors that qualify.
+        for i in 0..self.queue.processors() {
+            let q = self.queue.active_slot(i);
+            if q == p
+                || self.idle.is_asleep(q)
                 || !self.queue.keeps_up(q, now, self.grow_after)
                 || !self.host.keep_watch(q)
             {

@@ -286,7 +286,9 @@ impl Work {
     /// Under the lock, by the owner going to sleep (its lanes are empty,
     /// and a parked processor is not watched): nothing is kept any more.
     pub(crate) fn unkeep<L>(&self, locked: &L) {
-        self.handed.store(false, Ordering::Relaxed);
+        if self.handed.load(Ordering::Relaxed) {
+            self.handed.store(false, Ordering::Relaxed);
+        }
         if self.kept.load(Ordering::Relaxed) {
             self.kept.store(false, Ordering::Relaxed);
             self.update_held(locked);
