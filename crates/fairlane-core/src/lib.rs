@@ -129,7 +129,7 @@ pub struct Config {
     pub help_period: u32,
     /// Help when `target age / 2^help_factor_log2 > own age` (default 1:
     /// twice as old), and the target's owner is late (has not scheduled
-    /// for longer than that own age and about 16 of the helper's own
+    /// for longer than that own age and about 32 of the helper's own
     /// iterations) or the check is one of the rebalance checks (one in 8);
     /// see `queue.md`.
     pub help_factor_log2: u32,

@@ -51,6 +51,15 @@ fn lane_offset(r: u32, normal: usize) -> usize {
 /// that rarely stays in the caches of the processors that check it.
 const BEAT_PERIOD: u32 = 4;
 
+/// An owner is late once its heartbeat is older than `LATE_INTERVALS` of
+/// the helper's own intervals between heartbeats: it missed a whole
+/// heartbeat that a processor scheduling at the helper's pace would have
+/// published. One interval would leave no margin: two processors
+/// scheduling at the same pace would find each other late whenever the
+/// owner's last interval ran a little longer than the helper's shortest
+/// recent one.
+const LATE_INTERVALS: u64 = 2;
+
 /// One help check in `REBALANCE_PERIOD` reads the target lane even when its
 /// owner's heartbeat is fresh (see `ReadyQueue::pop`).
 const REBALANCE_PERIOD: u32 = 8;
@@ -568,10 +577,11 @@ impl<T> ReadyQueue<T> {
 
     /// The help check of `p`'s pending target (see `pop`): the age rule,
     /// applied at a rebalance check, or at any other check if the target's
-    /// owner is late: its heartbeat is older than our own interval between
-    /// heartbeats and than our own age, so it missed a heartbeat that a
-    /// processor scheduling at our pace would have published. The interval
-    /// is tested first: an owner on time by it needs no own age computed.
+    /// owner is late: its heartbeat is older than `LATE_INTERVALS` of our
+    /// own intervals between heartbeats and than our own age, so it missed
+    /// a heartbeat that a processor scheduling at our pace would have
+    /// published. The intervals are tested first: an owner on time by them
+    /// needs no own age computed.
     /// A late owner's wake slot is helped by the same rule, after the lane.
     #[inline]
     fn help(&self, p: usize, target: usize, now: u64) -> Option<T> {
@@ -580,7 +590,11 @@ impl<T> ReadyQueue<T> {
         let owner = target / self.stride;
         let beat = self.beats[owner].load(Ordering::Relaxed);
         let lag = now.saturating_sub(beat);
-        let on_time = lag <= local.beat_interval.load(Ordering::Relaxed);
+        let on_time = lag
+            <= local
+                .beat_interval
+                .load(Ordering::Relaxed)
+                .saturating_mul(LATE_INTERVALS);
         if !rebalance && on_time {
             return None;
         }
@@ -983,11 +997,14 @@ mod tests {
     }
 
     #[test]
-    fn a_heartbeat_is_late_only_past_the_helpers_own_interval() {
+    fn a_heartbeat_is_late_only_past_twice_the_helpers_own_interval() {
         // 300 old: past our own age, but not our interval of 400.
         let on_time = helps_with_heartbeat(400, 800);
         assert!(on_time <= 32 / REBALANCE_PERIOD as usize, "{on_time} helps");
-        // 1,099 old: past it.
+        // 600 old: past one interval, not past two.
+        let margin = helps_with_heartbeat(400, 500);
+        assert!(margin <= 32 / REBALANCE_PERIOD as usize, "{margin} helps");
+        // 1,099 old: past two.
         let late = helps_with_heartbeat(400, 1);
         assert!(late >= 16, "only {late} helps of a late processor");
     }

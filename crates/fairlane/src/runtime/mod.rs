@@ -572,7 +572,7 @@ impl Builder {
     /// (default 1: twice as old). At most 63. A processor that keeps
     /// scheduling is helped so only at one check in 8; at the others, only
     /// once it has not scheduled for longer than the helper's own age and
-    /// than the helper's own last 16 or so iterations (it is stuck in a
+    /// than the helper's own last 32 or so iterations (it is stuck in a
     /// task, or its thread is not running).
     ///
     /// # Example
