@@ -21,8 +21,17 @@
 //!   workloads use it to stop tasks that are parked when a run ends.
 //!
 //! Wakers are always woken after the lock is released.
+//!
+//! Each semaphore, and each queued waker, has cache lines of its own. The
+//! workloads give neighbouring tasks neighbouring semaphores, and a
+//! scheduler may run neighbours on different processors: lines shared
+//! between them would make a figure depend on which neighbours happen to
+//! run apart (false sharing in the benchmark's own data), not on how the
+//! scheduler treats its tasks.
 
 use std::collections::VecDeque;
+
+use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
@@ -46,14 +55,14 @@ struct State {
     /// Tickets granted so far; waiters with `ticket < served` own a permit.
     served: u64,
     /// Waker of ticket `served + i` at index `i`; `None` marks a cancelled wait.
-    waiters: VecDeque<Option<Waker>>,
+    waiters: VecDeque<CachePadded<Option<Waker>>>,
     closed: bool,
 }
 
 /// A binary or counting semaphore whose waits are futures.
 pub struct Semaphore {
     max_permits: usize,
-    state: Mutex<State>,
+    state: CachePadded<Mutex<State>>,
 }
 
 impl Semaphore {
@@ -78,13 +87,13 @@ impl Semaphore {
     fn new(max_permits: usize, permits: usize, capacity: usize) -> Self {
         Semaphore {
             max_permits,
-            state: Mutex::new(State {
+            state: CachePadded::new(Mutex::new(State {
                 permits,
                 next_ticket: 0,
                 served: 0,
                 waiters: VecDeque::with_capacity(capacity),
                 closed: false,
-            }),
+            })),
         }
     }
 
@@ -99,7 +108,7 @@ impl Semaphore {
         if st.closed {
             return;
         }
-        while let Some(slot) = st.waiters.pop_front() {
+        while let Some(slot) = st.waiters.pop_front().map(CachePadded::into_inner) {
             st.served += 1;
             if let Some(waker) = slot {
                 drop(st);
@@ -129,7 +138,7 @@ impl Semaphore {
             st.closed = true;
             std::mem::take(&mut st.waiters)
         };
-        for waker in waiters.into_iter().flatten() {
+        for waker in waiters.into_iter().filter_map(CachePadded::into_inner) {
             waker.wake();
         }
     }
@@ -166,7 +175,8 @@ impl Future for Wait<'_> {
                 }
                 let ticket = st.next_ticket;
                 st.next_ticket += 1;
-                st.waiters.push_back(Some(cx.waker().clone()));
+                st.waiters
+                    .push_back(CachePadded::new(Some(cx.waker().clone())));
                 this.ticket = Some(ticket);
                 Poll::Pending
             }
@@ -179,7 +189,7 @@ impl Future for Wait<'_> {
                 let index = (ticket - st.served) as usize;
                 let slot = &mut st.waiters[index];
                 if !slot.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
-                    *slot = Some(cx.waker().clone());
+                    **slot = Some(cx.waker().clone());
                 }
                 Poll::Pending
             }
@@ -203,7 +213,7 @@ impl Drop for Wait<'_> {
             self.sem.post();
         } else {
             let index = (ticket - st.served) as usize;
-            st.waiters[index] = None;
+            *st.waiters[index] = None;
         }
     }
 }
