@@ -30,12 +30,12 @@
 //! scheduler treats its tasks.
 
 use std::collections::VecDeque;
-
-use crossbeam_utils::CachePadded;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
+
+use crossbeam_utils::CachePadded;
 
 /// The semaphore was closed while (or before) waiting on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
