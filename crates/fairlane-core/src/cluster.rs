@@ -14,10 +14,7 @@ use crossbeam_utils::CachePadded;
 
 use alloc::sync::Arc;
 
-use crate::registry::{
-    Registry, RegistryEntry, RegistryPlace, RegistrySlot, Shard, TaskState, SHARD_BITS,
-    UNREGISTERED,
-};
+use crate::registry::{Registry, RegistryPlace, RegistrySlot, Shard, TaskState};
 use crate::scheduler::Scheduler;
 use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
 use crate::task::raw::{self, Runnable};
@@ -324,9 +321,9 @@ impl<H: Host> Executor<H> {
                 &mut *meta.registration.get(),
             )
         };
-        // The registry entry stays where it is: a graceful shutdown counts
-        // the clusters one after the other, and an entry on the move could
-        // slip past both counts. So the task keeps that cluster alive.
+        // The task stays in its registry: a graceful shutdown counts the
+        // clusters one after the other, and a task on the move could slip
+        // past both counts. So the task keeps that cluster alive.
         match &reg.spawned_in {
             None if !Arc::ptr_eq(&old, target) => reg.spawned_in = Some(old),
             None => drop(old),
@@ -538,10 +535,7 @@ impl<H: Host> Executor<H> {
             affinity: SpinLock::new(affinity),
             cluster: core::cell::UnsafeCell::new(self.clone()),
             state: TaskState::new(background),
-            registration: core::cell::UnsafeCell::new(RegistryPlace {
-                spawned_in: None,
-                entry: UNREGISTERED,
-            }),
+            registration: core::cell::UnsafeCell::new(RegistryPlace { spawned_in: None }),
         };
         // `meta` stays put in the task's allocation, which outlives the
         // future.
@@ -556,18 +550,12 @@ impl<H: Host> Executor<H> {
             .waker
             .lock()
             .with(|w| *w = Some(runnable.waker()));
-        let key = self.registry[shard].lock().with(|registry| {
-            registry.background += usize::from(background);
-            registry
-                .tasks
-                .insert(RegistryEntry(NonNull::from(&meta.state)))
-        });
-        // SAFETY: the task is not scheduled yet: nothing else can reach the
-        // cell (see `TaskMeta::registration`).
-        unsafe {
-            // A slab key is below the number of entries, so far below 2^51.
-            (*meta.registration.get()).entry = (key as u64) << SHARD_BITS | shard as u64;
-        }
+        // SAFETY: under the shard's lock; the state is in the task's own
+        // allocation, in no list yet, and `RegistrySlot::drop` takes it out
+        // before the task can be freed.
+        self.registry[shard]
+            .lock()
+            .with(|list| unsafe { list.insert(&meta.state, shard) });
         if self.is_shut_down() {
             // Not a wake: the spawner can take the drop here, and learns at
             // once that the cluster is closed (its handle is finished). A
@@ -871,18 +859,14 @@ impl<H: Host> Executor<H> {
         }
         for shard in self.registry.iter() {
             // The wakers are cloned under the shard's lock, which keeps every
-            // entry's task alive (see `RegistryEntry`), and woken after it.
+            // listed task alive (see `registry.rs`), and woken after it.
             let live: Vec<Waker> = shard.lock().with(|shard| {
-                shard
-                    .tasks
-                    .iter()
-                    .filter_map(|(_, entry)| {
-                        // SAFETY: in the registry, under its lock (see `RegistryEntry`).
-                        let state = unsafe { entry.0.as_ref() };
-                        state.aborted.store(true, Ordering::Release);
-                        state.waker.lock().with(|w| w.clone())
-                    })
-                    .collect()
+                let mut live = Vec::new();
+                shard.for_each(|state| {
+                    state.aborted.store(true, Ordering::Release);
+                    live.extend(state.waker.lock().with(|w| w.clone()));
+                });
+                live
             });
             for waker in live {
                 waker.wake();

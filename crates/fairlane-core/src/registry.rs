@@ -1,77 +1,61 @@
 //! The registry of a cluster's live tasks: what shutdown reaches parked
 //! tasks through, and what the task counts and a graceful shutdown count.
 //!
-//! Each live task has an entry, a pointer to its [`TaskState`] (in the
-//! task's own allocation), in a spin-locked slab, sharded by spawning
-//! processor (the last shard for outside threads) so that spawns on
-//! different processors do not contend. Its invariants:
+//! Each live task is a node of an intrusive, doubly linked list: its
+//! [`TaskState`] (in the task's own allocation) holds its links, so that
+//! registering a task allocates nothing. The lists are spin-locked and
+//! sharded by spawning processor (the last shard for outside threads) so
+//! that spawns on different processors do not contend. Its invariants:
 //!
-//! - An entry is only dereferenced under its shard's lock while it is in
-//!   the registry, that is before the task's future is dropped, so before
-//!   the task (and the state in it) can be freed.
-//! - The entry is removed when the task's future is dropped
-//!   ([`RegistrySlot`]'s `drop`, which finds the entry through the
-//!   metadata). The task's own waker is given up after the removal, so it
+//! - A task's links, and a shard's `head`, are only read or written under
+//!   that shard's lock, and only while the task is in the shard's list.
+//! - A task is in the list from its registration until its future is
+//!   dropped ([`RegistrySlot`]'s `drop` unlinks it, finding its shard
+//!   through the metadata), so before the task (and the state in it) can
+//!   be freed: every node reachable from a shard's `head` under its lock
+//!   is alive. The task's own waker is given up after the removal, so it
 //!   never keeps a finished task allocated.
-//! - An entry stays with the cluster that spawned the task even if the task
-//!   moves (`Executor::migrate_current`): a graceful shutdown counts the
-//!   clusters one after the other, and an entry on the move could slip past
+//! - A task stays in the registry of the cluster that spawned it even if
+//!   it moves (`Executor::migrate_current`): a graceful shutdown counts the
+//!   clusters one after the other, and a task on the move could slip past
 //!   both counts. A moved task keeps that cluster alive
 //!   (`RegistryPlace::spawned_in`).
 //! - A task whose future is dropped before it is registered finds
 //!   [`UNREGISTERED`] and touches no registry.
-//! - A shard's `background` is how many of its tasks are background tasks.
+//! - A shard's `len` is the length of its list; `background` is how many
+//!   of its tasks are background tasks.
 //! - A removal and a `TasksFinished` count are ordered by the shard lock:
 //!   either the count saw the removal, or the removal sees `draining` and
 //!   the waker stored before counting.
 
+use core::cell::UnsafeCell;
 use core::ptr::NonNull;
 use core::task::Waker;
 
 use alloc::sync::Arc;
-use slab::Slab;
 
 use crate::cluster::Executor;
-use crate::sync::{AtomicBool, Ordering, SpinLock};
+use crate::sync::{AtomicBool, AtomicU16, Ordering, SpinLock};
 use crate::task::TaskMeta;
 use crate::Host;
 
-/// Where a task is in its cluster's registry of live tasks.
+/// Which cluster's registry of live tasks holds a task.
 pub(crate) struct RegistryPlace<H: Host> {
-    /// The cluster whose registry holds the entry, when that is not the
-    /// task's cluster (it moved: entries stay with the cluster that spawned
-    /// the task, see `Executor::migrate_current`). `None` for a task that
+    /// The cluster whose registry holds the task, when that is not the
+    /// task's cluster (it moved: tasks stay in the registry of the cluster
+    /// that spawned them, see `Executor::migrate_current`). `None` for a task that
     /// never moved, so that a spawn takes one reference on its cluster, not
     /// two.
     pub(crate) spawned_in: Option<Arc<Executor<H>>>,
-    /// The registry shard in the low [`SHARD_BITS`] bits, the key in that
-    /// shard's slab above them (51 bits: more than any slab can hold, also
-    /// where `usize` has 32); [`UNREGISTERED`] until the entry exists. One
-    /// word on 64-bit targets, so that the metadata (with the cell's
-    /// header) fits in 128 bytes.
-    pub(crate) entry: u64,
 }
 
-/// `RegistryPlace::entry` of a task not (yet) in the registry: its future
-/// was dropped before `spawn_with` registered it.
-pub(crate) const UNREGISTERED: u64 = u64::MAX;
+/// `TaskState::shard` of a task not (yet) in the registry: its future was
+/// dropped before `spawn_with` registered it.
+const UNREGISTERED: u16 = u16::MAX;
 
-/// Bits that hold a registry shard index (at most `MAX_PROCESSORS`).
-pub(crate) const SHARD_BITS: u32 = usize::BITS - crate::MAX_PROCESSORS.leading_zeros();
-
-impl<H: Host> RegistryPlace<H> {
-    fn shard(&self) -> usize {
-        (self.entry & ((1 << SHARD_BITS) - 1)) as usize
-    }
-
-    fn key(&self) -> usize {
-        (self.entry >> SHARD_BITS) as usize
-    }
-}
-
-/// Shared between a task's future, its handles and its registry entry: the
-/// abort flag, and the task's waker so that an abort can get it polled (and
-/// dropped). Part of the task's metadata.
+/// Shared between a task's future, its handles and the registry: the abort
+/// flag, the task's waker so that an abort can get it polled (and dropped),
+/// and its links in the registry. Part of the task's metadata.
 pub(crate) struct TaskState {
     pub(crate) aborted: AtomicBool,
     /// Spawned as a background task: does not keep a graceful shutdown
@@ -79,11 +63,36 @@ pub(crate) struct TaskState {
     background: bool,
     /// Set when the task's future has been dropped (completed or cancelled).
     pub(crate) finished: AtomicBool,
+    /// The registry shard whose list holds the task ([`UNREGISTERED`] until
+    /// it is there; the `MAX_PROCESSORS + 1` shards fit). Stored by
+    /// `Shard::insert` before the task is first scheduled, and read when its
+    /// future is dropped: by the spawning thread, or by one that got the
+    /// task after that through the ready queue's or the registry's locks,
+    /// which order the store before the load.
+    shard: AtomicU16,
     /// The task's own waker while its future lives: a reference the task
     /// holds on itself, given up when the future is dropped
     /// (`RegistrySlot::drop`), so it never keeps a finished task allocated.
     pub(crate) waker: SpinLock<Option<Waker>>,
+    /// The task's links in its registry shard's list: the previous and the
+    /// next task, `None` at either end. See the module's invariants for
+    /// who may touch them.
+    links: UnsafeCell<Links>,
 }
+
+#[derive(Default)]
+struct Links {
+    prev: Option<NonNull<TaskState>>,
+    next: Option<NonNull<TaskState>>,
+}
+
+// SAFETY: every field but `links` is `Send` and `Sync`. `links` is read and
+// written only under the lock of the shard whose list holds the task (the
+// module's invariants), which orders every access to it, from whichever
+// thread.
+unsafe impl Send for TaskState {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for TaskState {}
 
 impl TaskState {
     pub(crate) fn new(background: bool) -> Self {
@@ -91,7 +100,9 @@ impl TaskState {
             aborted: AtomicBool::new(false),
             background,
             finished: AtomicBool::new(false),
+            shard: AtomicU16::new(UNREGISTERED),
             waker: SpinLock::new(None),
+            links: UnsafeCell::new(Links::default()),
         }
     }
 
@@ -104,29 +115,88 @@ impl TaskState {
     }
 }
 
-/// A registry entry: the state of a live task.
-pub(crate) struct RegistryEntry(pub(crate) NonNull<TaskState>);
-
-// SAFETY: `TaskState` is `Sync`, and an entry is only dereferenced under its
-// shard's lock while it is in the registry, that is before the task's future
-// is dropped, so before the task (and the state in it) can be freed.
-unsafe impl Send for RegistryEntry {}
-
 pub(crate) type Registry = SpinLock<Shard>;
 
-/// One shard of the registry of live tasks.
+/// One shard of the registry of live tasks: the head of a list of their
+/// states.
 #[derive(Default)]
 pub(crate) struct Shard {
-    pub(crate) tasks: Slab<RegistryEntry>,
-    /// How many of `tasks` are background tasks.
-    pub(crate) background: usize,
+    head: Option<NonNull<TaskState>>,
+    /// How many tasks are in the list.
+    len: usize,
+    /// How many of them are background tasks.
+    background: usize,
+}
+
+// SAFETY: `head` points to the state of a live task in this shard's list,
+// and is only followed under the shard's lock (the module's invariants).
+unsafe impl Send for Shard {}
+
+impl Shard {
+    /// Adds `state` to the list, which is shard `index` of its registry.
+    ///
+    /// # Safety
+    /// Under this shard's lock; `state` is in no list, and stays alive, in
+    /// place, until [`remove`](Self::remove) takes it out.
+    pub(crate) unsafe fn insert(&mut self, state: &TaskState, index: usize) {
+        let node = NonNull::from(state);
+        debug_assert!(index < usize::from(UNREGISTERED));
+        state.shard.store(index as u16, Ordering::Relaxed);
+        // SAFETY: under the lock; `state` is in no list, so no other access
+        // to its links exists, and `head` is alive (invariants).
+        unsafe {
+            *state.links.get() = Links {
+                prev: None,
+                next: self.head,
+            };
+            if let Some(head) = self.head {
+                (*head.as_ref().links.get()).prev = Some(node);
+            }
+        }
+        self.head = Some(node);
+        self.len += 1;
+        self.background += usize::from(state.background);
+    }
+
+    /// Takes `state` out of the list.
+    ///
+    /// # Safety
+    /// Under this shard's lock, with `state` in this shard's list.
+    pub(crate) unsafe fn remove(&mut self, state: &TaskState) {
+        // SAFETY: under the lock; `state` and its neighbours are in this
+        // list, so alive (invariants).
+        unsafe {
+            let Links { prev, next } = core::mem::take(&mut *state.links.get());
+            match prev {
+                Some(prev) => (*prev.as_ref().links.get()).next = next,
+                None => self.head = next,
+            }
+            if let Some(next) = next {
+                (*next.as_ref().links.get()).prev = prev;
+            }
+        }
+        self.len -= 1;
+        self.background -= usize::from(state.background);
+    }
+
+    /// Calls `f` with the state of every task in the list.
+    pub(crate) fn for_each(&mut self, mut f: impl FnMut(&TaskState)) {
+        let mut node = self.head;
+        while let Some(state) = node {
+            // SAFETY: every node of the list is alive: `insert` requires it
+            // to stay alive until `remove` takes it out (invariants).
+            let state = unsafe { state.as_ref() };
+            f(state);
+            // SAFETY: as above.
+            node = unsafe { (*state.links.get()).next };
+        }
+    }
 }
 
 impl<H: Host> Executor<H> {
     /// Live tasks, background ones only when `include_background`.
     pub(crate) fn count_tasks(&self, include_background: bool) -> usize {
-        let count =
-            |s: &mut Shard| s.tasks.len() - if include_background { 0 } else { s.background };
+        let count = |s: &mut Shard| s.len - if include_background { 0 } else { s.background };
         self.registry
             .iter()
             .map(|shard| shard.lock().with(count))
@@ -159,17 +229,19 @@ impl<H: Host> Drop for RegistrySlot<H> {
         let meta = unsafe { self.meta.as_ref() };
         let state = &meta.state;
         state.finished.store(true, Ordering::Release);
-        // SAFETY: the task's future is being dropped.
-        let (cluster, reg) = unsafe { meta.registration() };
-        if reg.entry == UNREGISTERED {
+        let shard = state.shard.load(Ordering::Relaxed);
+        if shard == UNREGISTERED {
             // Dropped inside `spawn_with`, before it registered the task.
             drop(state.waker.lock().with(Option::take));
             return;
         }
-        cluster.registry[reg.shard()].lock().with(|shard| {
-            shard.background -= usize::from(state.background);
-            shard.tasks.try_remove(reg.key());
-        });
+        // SAFETY: the task's future is being dropped.
+        let cluster = unsafe { meta.registry_cluster() };
+        // SAFETY: under the lock of the shard that `spawn_with` inserted the
+        // task into; its future is being dropped only now, so it is there.
+        cluster.registry[usize::from(shard)]
+            .lock()
+            .with(|list| unsafe { list.remove(state) });
         // After the removal, under the shard lock that `TasksFinished` also
         // takes to count: either its count saw this removal, or this load
         // sees its `draining` store and the waker it stored before counting.

@@ -71,12 +71,12 @@ pub struct TaskMeta<H: Host> {
     /// state word (AcqRel transitions) orders every write before every later
     /// read, so the cell is never accessed concurrently.
     pub(crate) cluster: core::cell::UnsafeCell<Arc<Executor<H>>>,
-    /// Abort, finish and background: what the task's handles, its registry
-    /// entry and its future share. In the task's own allocation, so that a
-    /// spawn allocates once.
+    /// Abort, finish and background, and the task's links in the registry:
+    /// what the task's handles, the registry and its future share. In the
+    /// task's own allocation, so that a spawn allocates once.
     pub(crate) state: TaskState,
-    /// Where the task's registry entry is. Written before the task is first
-    /// scheduled and by the task itself while it runs
+    /// Which cluster's registry holds the task, if it moved. Written before
+    /// the task is first scheduled and by the task itself while it runs
     /// ([`Executor::migrate_current`]); read when its future is dropped,
     /// which never overlaps a poll. The same ordering argument as `cluster`.
     pub(crate) registration: core::cell::UnsafeCell<RegistryPlace<H>>,
@@ -100,16 +100,16 @@ impl<H: Host> TaskMeta<H> {
 }
 
 impl<H: Host> TaskMeta<H> {
-    /// The registry entry and the cluster holding it.
+    /// The cluster whose registry holds the task.
     ///
     /// # Safety
     /// Only while the task is being polled on this thread, or while its
     /// future is being dropped, or before it is first scheduled (see
     /// `registration`).
-    pub(crate) unsafe fn registration(&self) -> (&Executor<H>, &RegistryPlace<H>) {
+    pub(crate) unsafe fn registry_cluster(&self) -> &Executor<H> {
         // SAFETY: the caller is the only one accessing the two cells now.
         let (cluster, reg) = unsafe { (&*self.cluster.get(), &*self.registration.get()) };
-        (reg.spawned_in.as_ref().unwrap_or(cluster), reg)
+        reg.spawned_in.as_ref().unwrap_or(cluster)
     }
 
     fn preferred(&self) -> Option<usize> {
@@ -264,7 +264,7 @@ impl core::fmt::Display for AffinityError {
 impl core::error::Error for AffinityError {}
 
 /// The future a task actually runs: the user's future, cut short by abort.
-/// (The cell around it is aligned to a cache line: see `raw::Cell`.)
+/// (The cell around it is aligned to a pair of cache lines: see `raw::Cell`.)
 pub(crate) struct Supervised<F, H: Host> {
     pub(crate) future: F,
     pub(crate) slot: RegistrySlot<H>,
@@ -514,8 +514,8 @@ impl AbortHandle {
 mod tests {
     /// The cell puts its header (the state word, the vtable pointer, the
     /// join handle's waker and the metadata) before the future: it stays
-    /// within two cache lines, so that a task with a small future takes
-    /// less than the 256 bytes of a cell padded to 128.
+    /// within one 128-byte pair of cache lines, so that a task whose future
+    /// (with its wrappers) takes at most 128 bytes fits in a cell of 256.
     #[test]
     fn task_metadata_fits_before_the_future() {
         struct H;

@@ -76,13 +76,14 @@ union Stage<F: Future> {
 /// A whole task: header first (`repr(C)`), so a header pointer is a cell
 /// pointer.
 ///
-/// Aligned to a cache line, so that no other allocation shares the line of
-/// the state word: tasks allocated one after another are often polled on
-/// different processors, and a neighbour's writes to a shared line would
-/// make every transition of the state word a cache miss. One line, not two:
-/// that keeps a parked task small, and the state word's line is the one
-/// every poll and wake writes.
-#[repr(C, align(64))]
+/// Aligned to 128 bytes, a pair of cache lines, and so a whole number of
+/// pairs long: tasks allocated one after another are often polled on
+/// different processors, and CPUs that prefetch the other line of a pair
+/// with every miss (x86's adjacent-line prefetchers) would otherwise pull
+/// a neighbour's lines into one processor's cache while another processor
+/// writes them, making every transition of either task's state word a
+/// cache miss.
+#[repr(C, align(128))]
 struct Cell<F: Future, M> {
     header: Header<M>,
     stage: UnsafeCell<Stage<F>>,
