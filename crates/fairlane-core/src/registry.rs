@@ -8,7 +8,7 @@
 //! that spawns on different processors do not contend. Its invariants:
 //!
 //! - A task's links, and a shard's `head`, are only read or written under
-//!   that shard's lock, and only while the task is in the shard's list.
+//!   the lock of the shard whose list the task joins, is in or leaves.
 //! - A task is in the list from its registration until its future is
 //!   dropped ([`RegistrySlot`]'s `drop` unlinks it, finding its shard
 //!   through the metadata), so before the task (and the state in it) can
@@ -43,9 +43,9 @@ use crate::Host;
 pub(crate) struct RegistryPlace<H: Host> {
     /// The cluster whose registry holds the task, when that is not the
     /// task's cluster (it moved: tasks stay in the registry of the cluster
-    /// that spawned them, see `Executor::migrate_current`). `None` for a task that
-    /// never moved, so that a spawn takes one reference on its cluster, not
-    /// two.
+    /// that spawned them, see `Executor::migrate_current`). `None` for a
+    /// task that never moved, so that a spawn takes one reference on its
+    /// cluster, not two.
     pub(crate) spawned_in: Option<Arc<Executor<H>>>,
 }
 
