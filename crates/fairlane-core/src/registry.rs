@@ -256,3 +256,54 @@ impl<H: Host> Drop for RegistrySlot<H> {
         drop(state.waker.lock().with(Option::take));
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{Shard, TaskState};
+    use alloc::vec::Vec;
+
+    /// The states a shard's list visits, by address.
+    fn listed(shard: &mut Shard) -> Vec<*const TaskState> {
+        let mut seen = Vec::new();
+        shard.for_each(|state| seen.push(state as *const TaskState));
+        seen
+    }
+
+    #[test]
+    fn the_list_links_and_unlinks_in_any_order_and_counts() {
+        let states = [
+            TaskState::new(false),
+            TaskState::new(true),
+            TaskState::new(false),
+            TaskState::new(false),
+        ];
+        let [a, b, c, d] = &states;
+        let mut shard = Shard::default();
+        // SAFETY (every block below): no lock is needed, `&mut shard` is the
+        // only access to the list; the states outlive it and do not move.
+        for state in &states {
+            unsafe { shard.insert(state, 3) };
+        }
+        assert_eq!(
+            listed(&mut shard),
+            [d, c, b, a].map(|s| s as *const TaskState)
+        );
+        assert_eq!((shard.len, shard.background), (4, 1));
+        assert!(states
+            .iter()
+            .all(|s| s.shard.load(super::Ordering::Relaxed) == 3));
+
+        unsafe { shard.remove(b) }; // from the middle
+        assert_eq!(listed(&mut shard), [d, c, a].map(|s| s as *const TaskState));
+        assert_eq!((shard.len, shard.background), (3, 0));
+        unsafe { shard.remove(d) }; // the head
+        unsafe { shard.remove(a) }; // the tail
+        assert_eq!(listed(&mut shard), [c as *const TaskState]);
+        unsafe { shard.insert(b, 3) }; // a state that left the list joins again
+        assert_eq!(listed(&mut shard), [b, c].map(|s| s as *const TaskState));
+        unsafe { shard.remove(c) };
+        unsafe { shard.remove(b) };
+        assert!(listed(&mut shard).is_empty());
+        assert_eq!((shard.len, shard.background), (0, 0));
+    }
+}
