@@ -76,7 +76,8 @@ use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId,
 /// cluster.cancel_all(); // drops `parked`'s future
 /// assert_eq!(cluster.live_tasks(), 0);
 /// assert!(parked.is_finished());
-/// assert!(cluster.counters(0).polls + cluster.counters(1).polls >= 2);
+/// // `done` was polled by a processor; `parked` may have been ended unpolled.
+/// assert!(cluster.counters(0).polls + cluster.counters(1).polls >= 1);
 /// ```
 pub struct Executor<H: Host> {
     pub(crate) sched: Scheduler<Runnable<TaskMeta<H>>, H>,
