@@ -36,6 +36,7 @@ common::on_both_backends!(
     pipe_ends_report_their_closed_sides,
     with_interest_refuses_other_waits,
     priority_data_is_reported,
+    urgent_data_arriving_during_the_wait_is_reported,
     an_error_alone_is_reported,
     a_wait_for_both_directions_ends_on_either,
     poll_read_ready_drives_an_async_read,
@@ -386,6 +387,49 @@ fn priority_data_is_reported(backend: IoBackend) {
         let mut urgent = std::pin::pin!(fd.ready(Interest::PRIORITY));
         assert!(poll_once(&mut urgent).await.is_none(), "nothing sent yet");
         // Out-of-band data: the receiver's `POLLPRI`.
+        // SAFETY: sends one byte from a live local on the live socket.
+        let n = unsafe { libc::send(client.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB) };
+        assert_eq!(n, 1);
+        let guard = urgent.await.unwrap();
+        assert!(guard.ready().is_priority(), "{:?}", guard.ready());
+        let mut byte = 0u8;
+        // SAFETY: receives one byte into a live local.
+        let n = unsafe {
+            libc::recv(
+                guard.get_inner().as_raw_fd(),
+                (&mut byte as *mut u8).cast(),
+                1,
+                libc::MSG_OOB,
+            )
+        };
+        assert_eq!((n, byte), (1, b'!'));
+    });
+}
+
+/// A wait for urgent data already handed to the kernel when plain data
+/// and then the urgent byte arrive: the plain data does not end it, the
+/// urgent byte does. (The pauses only give the processor time to pass the
+/// wait to the kernel first; nothing here is timed.)
+fn urgent_data_arriving_during_the_wait_is_reported(backend: IoBackend) {
+    use std::os::fd::AsRawFd;
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (mut client, server) = tcp_pair();
+        server.set_nonblocking(true).unwrap();
+        client.write_all(b"plain").unwrap();
+        let fd = AsyncFd::with_interest(server, Interest::READABLE | Interest::PRIORITY).unwrap();
+        let mut urgent = std::pin::pin!(fd.ready(Interest::PRIORITY));
+        assert!(
+            poll_once(&mut urgent).await.is_none(),
+            "queued plain data is not urgent"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+        client.write_all(b"more plain").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            poll_once(&mut urgent).await.is_none(),
+            "plain data is not urgent"
+        );
         // SAFETY: sends one byte from a live local on the live socket.
         let n = unsafe { libc::send(client.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB) };
         assert_eq!(n, 1);

@@ -107,6 +107,10 @@ pub(crate) mod readiness {
     ) -> io::Result<Ready> {
         let events = interest.poll_events();
         let revents = match reg {
+            None if interest.is_priority() => {
+                driver.check_live()?;
+                poll_add_priority(driver, fd, events).await?
+            }
             None => {
                 driver.check_live()?;
                 poll_add(driver, fd, events).await?
@@ -119,6 +123,32 @@ pub(crate) mod readiness {
             }
         };
         Ok(Ready::from_revents(revents))
+    }
+
+    /// io_uring: [`poll_add`] for `events` that include `POLLPRI`.
+    ///
+    /// A socket wakes its waiters for urgent data with the same wake-up as
+    /// for any data, and the kernel does not deliver that wake-up to a
+    /// `POLL_ADD` that asks for `POLLPRI` alone: such a poll stays pending
+    /// after the urgent byte arrived. Asking for `POLLRDBAND` as well lets
+    /// every data wake-up through, but the event mask of a wake-up is the
+    /// wake-up's own, which names `POLLPRI` for plain data too. So each
+    /// completion only says "look again": the descriptor itself is asked
+    /// (`poll` with no wait), and the poll is armed again while none of
+    /// `events` is set. Plain data that is already queued does not set
+    /// `POLLRDBAND`, so the new poll waits for the next arrival.
+    async fn poll_add_priority(
+        driver: &Driver,
+        fd: RawFd,
+        events: libc::c_short,
+    ) -> io::Result<u32> {
+        loop {
+            poll_add(driver, fd, events | libc::POLLRDBAND).await?;
+            match ready_now(fd, events) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
+                now => return now,
+            }
+        }
     }
 
     /// The event mask if one of `events` (or an error or hang-up) is set on
