@@ -369,6 +369,38 @@ fn with_interest_refuses_other_waits(backend: IoBackend) {
     });
 }
 
+/// Sends `byte` on `to` as TCP urgent data (`MSG_OOB`).
+fn send_urgent(to: &std::net::TcpStream, byte: u8) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: sends one byte from a live local on a live socket.
+    let n = unsafe {
+        libc::send(
+            to.as_raw_fd(),
+            (&byte as *const u8).cast(),
+            1,
+            libc::MSG_OOB,
+        )
+    };
+    assert_eq!(n, 1);
+}
+
+/// Receives the byte of TCP urgent data waiting on `from`.
+fn recv_urgent(from: &std::net::TcpStream) -> u8 {
+    use std::os::fd::AsRawFd;
+    let mut byte = 0u8;
+    // SAFETY: receives one byte into a live local from a live socket.
+    let n = unsafe {
+        libc::recv(
+            from.as_raw_fd(),
+            (&mut byte as *mut u8).cast(),
+            1,
+            libc::MSG_OOB,
+        )
+    };
+    assert_eq!(n, 1);
+    byte
+}
+
 /// A connected TCP pair of std streams (client, server side).
 fn tcp_pair() -> (std::net::TcpStream, std::net::TcpStream) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -378,7 +410,6 @@ fn tcp_pair() -> (std::net::TcpStream, std::net::TcpStream) {
 }
 
 fn priority_data_is_reported(backend: IoBackend) {
-    use std::os::fd::AsRawFd;
     let rt = common::backend_runtime(backend, 1);
     rt.block_on(async {
         let (client, server) = tcp_pair();
@@ -387,22 +418,10 @@ fn priority_data_is_reported(backend: IoBackend) {
         let mut urgent = std::pin::pin!(fd.ready(Interest::PRIORITY));
         assert!(poll_once(&mut urgent).await.is_none(), "nothing sent yet");
         // Out-of-band data: the receiver's `POLLPRI`.
-        // SAFETY: sends one byte from a live local on the live socket.
-        let n = unsafe { libc::send(client.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB) };
-        assert_eq!(n, 1);
+        send_urgent(&client, b'!');
         let guard = urgent.await.unwrap();
         assert!(guard.ready().is_priority(), "{:?}", guard.ready());
-        let mut byte = 0u8;
-        // SAFETY: receives one byte into a live local.
-        let n = unsafe {
-            libc::recv(
-                guard.get_inner().as_raw_fd(),
-                (&mut byte as *mut u8).cast(),
-                1,
-                libc::MSG_OOB,
-            )
-        };
-        assert_eq!((n, byte), (1, b'!'));
+        assert_eq!(recv_urgent(guard.get_inner()), b'!');
     });
 }
 
@@ -411,7 +430,6 @@ fn priority_data_is_reported(backend: IoBackend) {
 /// urgent byte does. (The pauses only give the processor time to pass the
 /// wait to the kernel first; nothing here is timed.)
 fn urgent_data_arriving_during_the_wait_is_reported(backend: IoBackend) {
-    use std::os::fd::AsRawFd;
     let rt = common::backend_runtime(backend, 1);
     rt.block_on(async {
         let (mut client, server) = tcp_pair();
@@ -430,22 +448,10 @@ fn urgent_data_arriving_during_the_wait_is_reported(backend: IoBackend) {
             poll_once(&mut urgent).await.is_none(),
             "plain data is not urgent"
         );
-        // SAFETY: sends one byte from a live local on the live socket.
-        let n = unsafe { libc::send(client.as_raw_fd(), b"!".as_ptr().cast(), 1, libc::MSG_OOB) };
-        assert_eq!(n, 1);
+        send_urgent(&client, b'!');
         let guard = urgent.await.unwrap();
         assert!(guard.ready().is_priority(), "{:?}", guard.ready());
-        let mut byte = 0u8;
-        // SAFETY: receives one byte into a live local.
-        let n = unsafe {
-            libc::recv(
-                guard.get_inner().as_raw_fd(),
-                (&mut byte as *mut u8).cast(),
-                1,
-                libc::MSG_OOB,
-            )
-        };
-        assert_eq!((n, byte), (1, b'!'));
+        assert_eq!(recv_urgent(guard.get_inner()), b'!');
     });
 }
 
