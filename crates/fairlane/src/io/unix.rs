@@ -107,13 +107,13 @@ pub(crate) mod readiness {
     ) -> io::Result<Ready> {
         let events = interest.poll_events();
         let revents = match reg {
-            None if interest.is_priority() => {
-                driver.check_live()?;
-                poll_add_priority(driver, fd, events).await?
-            }
             None => {
                 driver.check_live()?;
-                poll_add(driver, fd, events).await?
+                if interest.is_priority() {
+                    poll_add_priority(driver, fd, events).await?
+                } else {
+                    poll_add(driver, fd, events).await?
+                }
             }
             // Edge-triggered: each attempt asks the descriptor itself (`poll`
             // with no wait), and `io_dirs` waits only for an edge after it.
@@ -127,8 +127,8 @@ pub(crate) mod readiness {
 
     /// io_uring: [`poll_add`] for `events` that include `POLLPRI`.
     ///
-    /// A socket wakes its waiters for urgent data with the same wake-up as
-    /// for any data, and the kernel does not deliver that wake-up to a
+    /// A TCP socket wakes its waiters for urgent data with the same wake-up
+    /// as for any data, and the kernel does not deliver that wake-up to a
     /// `POLL_ADD` that asks for `POLLPRI` alone: such a poll stays pending
     /// after the urgent byte arrived. Asking for `POLLRDBAND` as well lets
     /// every data wake-up through, but the event mask of a wake-up is the
