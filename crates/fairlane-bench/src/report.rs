@@ -6,7 +6,7 @@
 //! fairlane is than a peer: every reported metric is a cost (time per
 //! operation, latency, bytes, CPU), so the ratio is peer / fairlane; above 1
 //! fairlane is ahead, below 1 it is behind. Descriptive percentages (churn's
-//! blocked share, locality's moves) get no ratio.
+//! blocked share, locality's moves, cycle's rings apart) get no ratio.
 
 use crate::spec::{RuntimeKind, Status, Workload};
 use crate::suite::{Cell, Config, Results, RunRecord};
@@ -90,7 +90,7 @@ impl Row {
     pub fn is_cost(&self) -> bool {
         !matches!(
             self.metric.as_str(),
-            "blocked" | "moved" | "req/s" | "ops/s"
+            "blocked" | "moved" | "apart" | "req/s" | "ops/s"
         )
     }
 

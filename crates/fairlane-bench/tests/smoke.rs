@@ -165,8 +165,8 @@ fn every_workload_on_every_runtime_has_the_right_shape() {
         .map(|s| s["metric"].as_str().unwrap())
         .collect();
     for m in [
-        "ns/op", "blocked", "moved", "ns/spawn", "B/task", "wake p50", "wake p99", "wake max",
-        "cpu",
+        "ns/op", "blocked", "moved", "apart", "ns/spawn", "B/task", "wake p50", "wake p99",
+        "wake max", "cpu",
     ] {
         assert!(metrics.contains(m), "no {m} sample: {metrics:?}");
     }

@@ -2,12 +2,20 @@
 //! then posts the next one's. One token circulates per ring, so every
 //! operation (one completed wait) is one park and one unpark. With 5 tasks per
 //! processor there is exactly one ring per processor and idle sleep dominates.
+//!
+//! The suite also reports how many pairs of neighbouring rings ran apart:
+//! on different worker threads when the window closed. Rings spawned one
+//! after the other have their tasks and semaphores next to each other in
+//! memory, and on some machines a line next to one that another CPU writes
+//! costs more to use (the hardware prefetchers pull it over), so this share
+//! accounts for a part of ns/op that is not the scheduler's own work.
 
 use super::{join_all, Emit};
-use crate::harness::{measure, Counters};
+use crate::harness::{measure, worker_id, Counters};
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
 use crate::sync::Semaphore;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 /// Tasks per ring.
@@ -24,10 +32,15 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
             let next = i - i % RING + (i + 1) % RING;
             spawner.spawn(async move {
                 let slot = counters.slot(i);
-                let mut ops = 0;
+                let (mut ops, mut worker) = (0, 0);
                 while sems[i].wait().await.is_ok() {
                     ops += 1;
-                    slot.publish(ops, 0);
+                    // Noted every 64 operations: the thread-local read would
+                    // add to every operation's cost.
+                    if ops % 64 == 1 {
+                        worker = worker_id() as u64 + 1;
+                    }
+                    slot.publish(ops, worker);
                     sems[next].post();
                 }
             })
@@ -37,10 +50,30 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         sems[ring * RING].post();
     }
     let w = measure(&counters, spec.warmup(), spec.duration(), None, 0);
+    let apart = apart_percent(&counters, n / RING);
     emit(Outcome {
-        metrics: vec![Metric::new("ns/op", w.ns_per_op(), "ns")],
+        metrics: vec![
+            Metric::new("ns/op", w.ns_per_op(), "ns"),
+            Metric::new("apart", apart, "%"),
+        ],
         ..Outcome::default()
     });
     sems.iter().for_each(Semaphore::close);
     join_all(rt, joins);
+}
+
+/// The percentage of pairs of neighbouring rings whose first tasks last
+/// noted different worker threads (pairs with a ring that noted none yet
+/// are left out; 0 when there is no pair).
+fn apart_percent(counters: &Counters, rings: usize) -> f64 {
+    let workers: Vec<u64> = (0..rings)
+        .map(|r| counters.slot(r * RING).aux.load(Ordering::Relaxed))
+        .collect();
+    let pairs = workers.windows(2).filter(|w| w[0] != 0 && w[1] != 0);
+    let (apart, all) = pairs.fold((0, 0), |(a, n), w| (a + usize::from(w[0] != w[1]), n + 1));
+    if all == 0 {
+        0.0
+    } else {
+        100.0 * apart as f64 / all as f64
+    }
 }
