@@ -581,7 +581,8 @@ impl<T> ReadyQueue<T> {
     /// own intervals between heartbeats and than our own age, so it missed
     /// a heartbeat that a processor scheduling at our pace would have
     /// published. The intervals are tested first: an owner on time by them
-    /// needs no own age computed.
+    /// needs no own age computed. A rebalance measures against at least
+    /// one of our intervals (see `queue.md`, "Pop").
     /// A late owner's wake slot is helped by the same rule, after the lane.
     #[inline]
     fn help(&self, p: usize, target: usize, now: u64) -> Option<T> {
@@ -590,17 +591,22 @@ impl<T> ReadyQueue<T> {
         let owner = target / self.stride;
         let beat = self.beats[owner].load(Ordering::Relaxed);
         let lag = now.saturating_sub(beat);
-        let on_time = lag
-            <= local
-                .beat_interval
-                .load(Ordering::Relaxed)
-                .saturating_mul(LATE_INTERVALS);
+        let interval = local.beat_interval.load(Ordering::Relaxed);
+        let on_time = lag <= interval.saturating_mul(LATE_INTERVALS);
         if !rebalance && on_time {
             return None;
         }
         let own = self.own_age(p, now);
         let late = !on_time && lag > own;
-        if (rebalance || late) && self.much_older(target, own, now) {
+        // A head that waited less than one of our intervals is not behind,
+        // even when our own lanes are empty (age 0) while we run a chain of
+        // woken tasks; a late owner's is measured against our real age.
+        let bar = if late {
+            own
+        } else {
+            own.max(interval >> self.help_factor_log2)
+        };
+        if (rebalance || late) && self.much_older(target, bar, now) {
             if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
                 return Some(item);
             }
@@ -1007,6 +1013,37 @@ mod tests {
         // 1,099 old: past two.
         let late = helps_with_heartbeat(400, 1);
         assert!(late >= 16, "only {late} helps of a late processor");
+    }
+
+    /// Helps of processor 0, whose own lanes are empty and whose own
+    /// heartbeats come 400 ticks apart, in 32 help checks of processor 1's
+    /// lanes, filled at `pushed`, its heartbeat fresh: rebalance checks
+    /// only.
+    fn rebalances_from_empty_lanes(pushed: u64) -> usize {
+        let mut config = Config::new(2);
+        config.help_period = 1;
+        let q = ReadyQueue::new(&config, |_| 0);
+        q.local[1].now.store(pushed, Ordering::Relaxed);
+        for item in 0..40 {
+            q.push_local(1, item, Priority::Normal).unwrap();
+        }
+        let now = 1_100;
+        for reading in 0..=BEAT_PERIOD {
+            q.beat(0, if reading == 0 { now - 400 } else { now });
+        }
+        q.beat(1, now);
+        (0..33)
+            .filter(|_| matches!(q.pop(0, now), Some((_, Source::Help))))
+            .count()
+    }
+
+    #[test]
+    fn a_rebalance_leaves_a_head_younger_than_the_helpers_interval() {
+        // Waited 100 ticks (age 50): twice our empty lanes' age of 0, but
+        // not behind by our own pace.
+        assert_eq!(rebalances_from_empty_lanes(1_000), 0);
+        // Waited 1,100 (age 550): past the interval's bar of 200, doubled.
+        assert!(rebalances_from_empty_lanes(0) >= 1);
     }
 
     /// Whether 32 help checks of processor 0 (own lanes 100 ticks old, own
