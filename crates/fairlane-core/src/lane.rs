@@ -4,7 +4,9 @@
 //! See `queue.md` beside this file for the protocol the lanes take part in.
 //!
 //! Invariants:
-//! - every element carries the timestamp of its push;
+//! - every element carries the timestamp of its push, and the elements stay
+//!   in push order (a rebalance may take one from the middle:
+//!   [`Lane::pop_nearest`]);
 //! - `LaneInfo::head` equals the timestamp of the lane's first element, or
 //!   [`EMPTY`] when the lane is empty. It is written only while the lane's lock
 //!   is held, right after the change that made it so, so its modification
@@ -19,6 +21,33 @@ use crate::sync::{AtomicU64, Ordering, SpinLock};
 
 /// Head timestamp of an empty lane ("infinitely young").
 pub const EMPTY: u64 = u64::MAX;
+
+/// How many elements from a lane's head a rebalance looks at for the one
+/// nearest the helper's own work ([`Lane::pop_nearest`]).
+const NEAREST_SCAN: usize = 64;
+
+/// Where a queued item's data lives, as an address. A rebalance takes the
+/// item nearest the helper's own work (`queue.md`, "Which task a rebalance
+/// takes"); only distances between addresses matter.
+pub trait Locality {
+    /// The address of the item's data.
+    fn address(&self) -> usize;
+}
+
+/// The loom models' and unit tests' items: an integer is its own address.
+#[cfg(any(test, loom))]
+mod integer_locality {
+    macro_rules! locality_of_integers {
+        ($($t:ty),*) => {$(
+            impl super::Locality for $t {
+                fn address(&self) -> usize {
+                    *self as usize
+                }
+            }
+        )*};
+    }
+    locality_of_integers!(i32, u32, usize);
+}
 
 /// The elements of one lane, behind a try-lock.
 pub struct Lane<T> {
@@ -90,14 +119,52 @@ impl<T> Lane<T> {
         };
         guard.with(|q| {
             let (item, ts) = q.pop_front()?;
-            info.head
-                .store(q.front().map_or(EMPTY, |e| e.1), Ordering::Relaxed);
-            let waited = now.saturating_sub(ts);
-            let avg = info.avg_wait.load(Ordering::Relaxed);
-            info.avg_wait
-                .store(avg - avg / 8 + waited / 8, Ordering::Relaxed);
+            Self::removed(info, q, ts, now);
             Some(item)
         })
+    }
+
+    /// The bookkeeping of a removal, under the lock: the new head's
+    /// timestamp, and the removed element's wait into the moving average.
+    #[inline]
+    fn removed(info: &LaneInfo, q: &VecDeque<(T, u64)>, ts: u64, now: u64) {
+        info.head
+            .store(q.front().map_or(EMPTY, |e| e.1), Ordering::Relaxed);
+        let waited = now.saturating_sub(ts);
+        let avg = info.avg_wait.load(Ordering::Relaxed);
+        info.avg_wait
+            .store(avg - avg / 8 + waited / 8, Ordering::Relaxed);
+    }
+
+    /// Removes, among the first `NEAREST_SCAN` elements, the one whose item's
+    /// address is nearest `address` (the one nearer the head on a tie). The
+    /// others keep their order, so the head is still the oldest. Reports a
+    /// busy lane as empty.
+    pub fn pop_nearest(&self, info: &LaneInfo, now: u64, address: usize) -> Option<T>
+    where
+        T: Locality,
+    {
+        let mut guard = self.items.try_lock()?;
+        guard.with(|q| {
+            let nearest = q
+                .iter()
+                .take(NEAREST_SCAN)
+                .enumerate()
+                .min_by_key(|(_, (item, _))| item.address().abs_diff(address))?
+                .0;
+            let (item, ts) = q.remove(nearest)?;
+            Self::removed(info, q, ts, now);
+            Some(item)
+        })
+    }
+
+    /// The address of the head's item, if the lane is free and not empty.
+    pub fn head_address(&self) -> Option<usize>
+    where
+        T: Locality,
+    {
+        let mut guard = self.items.try_lock()?;
+        guard.with(|q| q.front().map(|(item, _)| item.address()))
     }
 
     /// Removes every element (shutdown and draining).
@@ -157,4 +224,46 @@ pub enum PushOutcome<T> {
     Busy(T),
     /// The queue is closed: the item back.
     Closed(T),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use alloc::vec::Vec;
+
+    fn lane_of(items: &[(usize, u64)]) -> (Lane<usize>, LaneInfo) {
+        let (lane, info) = (Lane::new(), LaneInfo::new());
+        for &(item, ts) in items {
+            assert!(matches!(
+                lane.push(&info, item, ts, false, || true),
+                PushOutcome::Pushed { .. }
+            ));
+        }
+        (lane, info)
+    }
+
+    #[test]
+    fn pop_nearest_takes_the_nearest_item_and_keeps_the_others_in_order() {
+        let (lane, info) = lane_of(&[(100, 1), (7, 2), (52, 3), (49, 4)]);
+        assert_eq!(lane.head_address(), Some(100));
+        assert_eq!(lane.pop_nearest(&info, 10, 50), Some(49));
+        assert_eq!(lane.pop_nearest(&info, 10, 50), Some(52));
+        assert_eq!(info.head(), 1, "the head stays while others leave");
+        assert_eq!(lane.pop_nearest(&info, 10, 0), Some(7));
+        assert_eq!(lane.pop_nearest(&info, 10, 0), Some(100));
+        assert_eq!(info.head(), EMPTY);
+        assert_eq!(lane.pop_nearest(&info, 10, 0), None);
+    }
+
+    #[test]
+    fn pop_nearest_prefers_the_head_on_a_tie_and_looks_only_near_the_head() {
+        let (lane, info) = lane_of(&[(40, 1), (60, 2)]);
+        assert_eq!(lane.pop_nearest(&info, 10, 50), Some(40));
+        let far: Vec<(usize, u64)> = (0..NEAREST_SCAN + 1)
+            .map(|i| (1000 + i, i as u64))
+            .collect();
+        let (lane, info) = lane_of(&far);
+        let last = 1000 + NEAREST_SCAN;
+        assert_eq!(lane.pop_nearest(&info, 10, last), Some(last - 1));
+    }
 }

@@ -96,6 +96,7 @@ pub use scheduler::RemoveError;
 #[cfg(loom)]
 #[doc(hidden)]
 pub mod loom_scheduler {
+    pub use crate::lane::Locality;
     pub use crate::scheduler::{PushError, Scheduler};
 }
 pub use cluster::{Executor, TasksFinished};

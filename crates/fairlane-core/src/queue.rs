@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use crossbeam_utils::CachePadded;
 
-use crate::lane::{Lane, LaneInfo, PushOutcome};
+use crate::lane::{Lane, LaneInfo, Locality, PushOutcome};
 use crate::local::NO_TARGET;
 pub(crate) use crate::local::{bump, Local, RELEASED, REMOVED};
 use crate::rand::below;
@@ -141,7 +141,7 @@ pub(crate) struct QueueShared {
     active_count: AtomicUsize,
 }
 
-impl<T> ReadyQueue<T> {
+impl<T: Locality> ReadyQueue<T> {
     /// `cache_domain(p)` names processor `p`'s last-level cache.
     /// Slots `0..config.processors` start active (and occupied: their
     /// threads are the host's to start).
@@ -584,6 +584,8 @@ impl<T> ReadyQueue<T> {
     /// needs no own age computed. A rebalance measures against at least
     /// one of our intervals (see `queue.md`, "Pop").
     /// A late owner's wake slot is helped by the same rule, after the lane.
+    /// A rescue takes the lane's head, a rebalance the task nearest our own
+    /// work (`queue.md`, "Which task a rebalance takes").
     #[inline]
     fn help(&self, p: usize, target: usize, now: u64) -> Option<T> {
         let local = &self.local[p];
@@ -607,7 +609,15 @@ impl<T> ReadyQueue<T> {
             own.max(interval >> self.help_factor_log2)
         };
         if (rebalance || late) && self.much_older(target, bar, now) {
-            if let Some(item) = self.lanes[target].pop(&self.info[target], now, false) {
+            let (lane, info) = (&self.lanes[target], &self.info[target]);
+            // A rescue takes the oldest task; a rebalance, which only evens
+            // the load out, the one nearest our own work.
+            let nearest_to = if late { None } else { self.own_address(p) };
+            let item = match nearest_to {
+                Some(address) => lane.pop_nearest(info, now, address),
+                None => lane.pop(info, now, false),
+            };
+            if let Some(item) = item {
                 return Some(item);
             }
         }
@@ -615,6 +625,13 @@ impl<T> ReadyQueue<T> {
             return self.help_woken(owner, own, now);
         }
         None
+    }
+
+    /// Where `p`'s own work lives: the address of the task at the head of
+    /// one of its normal lanes (a lane busy or empty is passed over).
+    fn own_address(&self, p: usize) -> Option<usize> {
+        let base = p * self.stride;
+        (base..base + self.lanes_per_processor).find_map(|l| self.lanes[l].head_address())
     }
 
     /// Whether processor `q` keeps up with its own lanes: its oldest one
@@ -1044,6 +1061,44 @@ mod tests {
         assert_eq!(rebalances_from_empty_lanes(1_000), 0);
         // Waited 1,100 (age 550): past the interval's bar of 200, doubled.
         assert!(rebalances_from_empty_lanes(0) >= 1);
+    }
+
+    /// The first task processor 0 helps from processor 1, whose lanes hold
+    /// tasks 0 to 39, pushed at time 0, when its last heartbeat was at
+    /// `their_beat`; processor 0's own lane holds task 1,000, pushed at
+    /// 1,000, and its heartbeats come 100 ticks apart.
+    fn first_help(their_beat: u64) -> i32 {
+        let mut config = Config::new(2);
+        config.help_period = 1;
+        let q = ReadyQueue::new(&config, |_| 0);
+        for item in 0..40 {
+            q.push_local(1, item, Priority::Normal).unwrap();
+        }
+        q.local[0].now.store(1_000, Ordering::Relaxed);
+        q.push_local(0, 1_000, Priority::Normal).unwrap();
+        let now = 1_100;
+        for reading in 0..=BEAT_PERIOD {
+            q.beat(0, if reading == 0 { now - 100 } else { now });
+        }
+        q.beat(1, their_beat);
+        loop {
+            match q.pop(0, now) {
+                Some((item, Source::Help)) => return item,
+                Some((item, _)) => {
+                    q.push_local(0, item, Priority::Normal).unwrap();
+                }
+                None => panic!("no help"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_rebalance_takes_the_task_nearest_the_helpers_own_and_a_rescue_the_oldest() {
+        // Each lane holds every other task, in order: the nearest to 1,000
+        // is its last, 38 or 39.
+        assert!(first_help(1_100) >= 38);
+        // A late owner: the oldest task of the lane, 0 or 1.
+        assert!(first_help(1) <= 1);
     }
 
     /// Whether 32 help checks of processor 0 (own lanes 100 ticks old, own

@@ -8,6 +8,7 @@
 use alloc::vec::Vec;
 
 use crate::idle::Idle;
+use crate::lane::Locality;
 use crate::queue::{bump, ReadyQueue, Source, RELEASED, REMOVED};
 use crate::sync::{fence, Ordering};
 use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId};
@@ -26,7 +27,7 @@ pub struct Scheduler<T, H> {
     grow_after: u64,
 }
 
-impl<T, H: Host> Scheduler<T, H> {
+impl<T: Locality, H: Host> Scheduler<T, H> {
     /// Builds the queue and idle state for `config.processors` processors.
     pub fn new(config: Config, host: H) -> Result<Self, ConfigError> {
         config.validate()?;
@@ -905,10 +906,10 @@ mod tests {
     #[test]
     fn an_item_pushed_is_handed_out_once_and_a_closed_scheduler_hands_out_nothing() {
         let sched = Scheduler::new(Config::new(1), CountingHost(AtomicU64::new(0))).unwrap();
-        sched.push("work", None).unwrap();
-        assert_eq!(sched.next(0), Some("work"));
+        sched.push(1, None).unwrap();
+        assert_eq!(sched.next(0), Some(1));
         sched.close();
         assert_eq!(sched.next(0), None);
-        assert_eq!(sched.push("late", None), Err("late"));
+        assert_eq!(sched.push(2, None), Err(2));
     }
 }

@@ -428,6 +428,13 @@ pub(crate) unsafe fn release<M>(ptr: NonNull<Header<M>>) {
     }
 }
 
+impl<M> crate::lane::Locality for Runnable<M> {
+    /// The task's cell: its header, then its future.
+    fn address(&self) -> usize {
+        self.ptr.as_ptr().addr()
+    }
+}
+
 impl<M> Drop for Runnable<M> {
     fn drop(&mut self) {
         // A runnable dropped without running (a scheduler dropped with tasks
