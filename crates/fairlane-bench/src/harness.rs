@@ -20,6 +20,9 @@ pub struct Slot {
     pub ops: AtomicU64,
     /// A second, workload-specific count (operations that blocked, moves).
     pub aux: AtomicU64,
+    /// Which worker thread last ran the task, as [`worker_id`] + 1 (0: not
+    /// noted): where a workload wants to know where its tasks sit.
+    pub worker: AtomicU64,
 }
 
 /// Per-task counters.
@@ -62,6 +65,11 @@ impl Slot {
     pub fn publish(&self, ops: u64, aux: u64) {
         self.ops.store(ops, Relaxed);
         self.aux.store(aux, Relaxed);
+    }
+
+    /// Notes the worker thread running the calling task.
+    pub fn note_worker(&self) {
+        self.worker.store(worker_id() as u64 + 1, Relaxed);
     }
 }
 

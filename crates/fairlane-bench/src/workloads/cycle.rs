@@ -11,7 +11,7 @@
 //! accounts for a part of ns/op that is not the scheduler's own work.
 
 use super::{join_all, Emit};
-use crate::harness::{measure, worker_id, Counters};
+use crate::harness::{measure, Counters};
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
 use crate::sync::Semaphore;
@@ -32,15 +32,15 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
             let next = i - i % RING + (i + 1) % RING;
             spawner.spawn(async move {
                 let slot = counters.slot(i);
-                let (mut ops, mut worker) = (0, 0);
+                let mut ops = 0;
                 while sems[i].wait().await.is_ok() {
                     ops += 1;
                     // Noted every 64 operations: the thread-local read would
                     // add to every operation's cost.
                     if ops % 64 == 1 {
-                        worker = worker_id() as u64 + 1;
+                        slot.note_worker();
                     }
-                    slot.publish(ops, worker);
+                    slot.publish(ops, 0);
                     sems[next].post();
                 }
             })
@@ -67,7 +67,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
 /// are left out; 0 when there is no pair).
 fn apart_percent(counters: &Counters, rings: usize) -> f64 {
     let workers: Vec<u64> = (0..rings)
-        .map(|r| counters.slot(r * RING).aux.load(Ordering::Relaxed))
+        .map(|r| counters.slot(r * RING).worker.load(Ordering::Relaxed))
         .collect();
     let pairs = workers.windows(2).filter(|w| w[0] != 0 && w[1] != 0);
     let (apart, all) = pairs.fold((0, 0), |(a, n), w| (a + usize::from(w[0] != w[1]), n + 1));
