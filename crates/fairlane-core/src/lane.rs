@@ -158,15 +158,6 @@ impl<T> Lane<T> {
         })
     }
 
-    /// The address of the head's item, if the lane is free and not empty.
-    pub fn head_address(&self) -> Option<usize>
-    where
-        T: Locality,
-    {
-        let mut guard = self.items.try_lock()?;
-        guard.with(|q| q.front().map(|(item, _)| item.address()))
-    }
-
     /// Removes every element (shutdown and draining).
     pub fn take_all(&self, info: &LaneInfo) -> VecDeque<(T, u64)> {
         let mut guard = self.items.lock();
@@ -245,7 +236,6 @@ mod tests {
     #[test]
     fn pop_nearest_takes_the_nearest_item_and_keeps_the_others_in_order() {
         let (lane, info) = lane_of(&[(100, 1), (7, 2), (52, 3), (49, 4)]);
-        assert_eq!(lane.head_address(), Some(100));
         assert_eq!(lane.pop_nearest(&info, 10, 50), Some(49));
         assert_eq!(lane.pop_nearest(&info, 10, 50), Some(52));
         assert_eq!(info.head(), 1, "the head stays while others leave");

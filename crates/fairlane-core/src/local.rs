@@ -1,9 +1,9 @@
 //! A processor's own state: the words only the processor running the slot
 //! writes (its scheduling cursors, random state, clock reading, priority
-//! counters, counters and the between-polls flags of `idle.md`), beside
-//! the words of other protocols that live in the same place (`stop` and
-//! `kept` of `idle.md`, `reading`, `occupied` and `generation` of
-//! `resize.md`).
+//! counters, counters, the centroid of its work and the between-polls flags
+//! of `idle.md`), beside the words of other protocols that live in the same
+//! place (`stop` and `kept` of `idle.md`, `reading`, `occupied` and
+//! `generation` of `resize.md`).
 
 use crate::sync::{AtomicBool, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
@@ -79,6 +79,10 @@ pub(crate) struct Local {
     /// that another thread writes). While it is set the owner checks its
     /// lanes every iteration (`Scheduler::check_kept`).
     pub(crate) kept: AtomicBool,
+    /// Where this processor's work lives: a moving average (weight 1/8) of
+    /// the addresses of tasks it popped from its own lanes, one pop in
+    /// `help_period` (0: none yet). A rebalance takes the task nearest it.
+    pub(crate) centroid: AtomicUsize,
 }
 
 /// `Local::stop` bits.
@@ -135,6 +139,7 @@ impl Local {
             in_events: AtomicBool::new(false),
             unannounced: AtomicBool::new(false),
             kept: AtomicBool::new(false),
+            centroid: AtomicUsize::new(0),
         }
     }
 
@@ -145,6 +150,22 @@ impl Local {
         let r = crate::rand::step(&mut x);
         self.rng.store(x, Ordering::Relaxed);
         r
+    }
+
+    /// Feeds the address of a task popped from the own lanes into
+    /// `centroid` (the first one sets it).
+    #[inline]
+    pub(crate) fn note_address(&self, address: usize) {
+        let centroid = self.centroid.load(Ordering::Relaxed);
+        let next = if centroid == 0 {
+            address
+        } else {
+            // An eighth of the way from the centroid to `address`, either
+            // way (addresses fit in an `isize`).
+            let step = (address.wrapping_sub(centroid) as isize) >> 3;
+            centroid.wrapping_add(step as usize)
+        };
+        self.centroid.store(next, Ordering::Relaxed);
     }
 
     /// Post-increments an owner-only cursor that wraps at `n`.
@@ -181,6 +202,17 @@ impl Countdown {
 mod tests {
     use super::*;
     use alloc::vec::Vec;
+
+    #[test]
+    fn the_centroid_moves_an_eighth_of_the_way_to_each_address() {
+        let local = Local::new(1);
+        local.note_address(800);
+        assert_eq!(local.centroid.load(Ordering::Relaxed), 800);
+        local.note_address(1_600);
+        assert_eq!(local.centroid.load(Ordering::Relaxed), 900);
+        local.note_address(100);
+        assert_eq!(local.centroid.load(Ordering::Relaxed), 800);
+    }
 
     #[test]
     fn countdown_says_yes_once_per_period() {

@@ -457,6 +457,7 @@ impl<T: Locality> ReadyQueue<T> {
     pub(crate) fn pop(&self, p: usize, now: u64) -> Option<(T, Source)> {
         let local = &self.local[p];
 
+        let mut drawn = false;
         if self.help_period != 0 && self.processors() > 1 {
             let target = local.help_target.load(Ordering::Relaxed);
             if target != NO_TARGET {
@@ -471,10 +472,15 @@ impl<T: Locality> ReadyQueue<T> {
                 // The target is checked on the next pop: start fetching its
                 // owner's heartbeat now, so the check does not wait for it.
                 prefetch(&*self.beats[target / self.stride]);
+                drawn = true;
             }
         }
 
-        self.pop_own(p, now).map(|item| (item, Source::Own))
+        let item = self.pop_own(p, now)?;
+        if drawn {
+            local.note_address(item.address());
+        }
+        Some((item, Source::Own))
     }
 
     /// Own lanes. Classes: high before normal before low, except that a
@@ -612,8 +618,8 @@ impl<T: Locality> ReadyQueue<T> {
             let (lane, info) = (&self.lanes[target], &self.info[target]);
             // A rescue takes the oldest task; a rebalance, which only evens
             // the load out, the one nearest our own work.
-            let nearest_to = if late { None } else { self.own_address(p) };
-            let item = match nearest_to {
+            let centroid = local.centroid.load(Ordering::Relaxed);
+            let item = match (centroid != 0 && !late).then_some(centroid) {
                 Some(address) => lane.pop_nearest(info, now, address),
                 None => lane.pop(info, now, false),
             };
@@ -625,13 +631,6 @@ impl<T: Locality> ReadyQueue<T> {
             return self.help_woken(owner, own, now);
         }
         None
-    }
-
-    /// Where `p`'s own work lives: the address of the task at the head of
-    /// one of its normal lanes (a lane busy or empty is passed over).
-    fn own_address(&self, p: usize) -> Option<usize> {
-        let base = p * self.stride;
-        (base..base + self.lanes_per_processor).find_map(|l| self.lanes[l].head_address())
     }
 
     /// Whether processor `q` keeps up with its own lanes: its oldest one
