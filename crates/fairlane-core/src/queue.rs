@@ -588,10 +588,10 @@ impl<T: Locality> ReadyQueue<T> {
     /// a heartbeat that a processor scheduling at our pace would have
     /// published. The intervals are tested first: an owner on time by them
     /// needs no own age computed. A rebalance measures against at least
-    /// one of our intervals (see `queue.md`, "Pop").
-    /// A late owner's wake slot is helped by the same rule, after the lane.
-    /// A rescue takes the lane's head, a rebalance the task nearest our own
-    /// work (`queue.md`, "Which task a rebalance takes").
+    /// one of our intervals (`queue.md`, "Pop") and takes the task nearest
+    /// our own work; a rescue takes the lane's head (`queue.md`, "Which
+    /// task a rebalance takes"). A late owner's wake slot is helped by the
+    /// same rule, after the lane.
     #[inline]
     fn help(&self, p: usize, target: usize, now: u64) -> Option<T> {
         let local = &self.local[p];
@@ -619,9 +619,10 @@ impl<T: Locality> ReadyQueue<T> {
             // A rescue takes the oldest task; a rebalance, which only evens
             // the load out, the one nearest our own work.
             let centroid = local.centroid.load(Ordering::Relaxed);
-            let item = match (centroid != 0 && !late).then_some(centroid) {
-                Some(address) => lane.pop_nearest(info, now, address),
-                None => lane.pop(info, now, false),
+            let item = if late || centroid == 0 {
+                lane.pop(info, now, false)
+            } else {
+                lane.pop_nearest(info, now, centroid)
             };
             if let Some(item) = item {
                 return Some(item);
@@ -1065,7 +1066,8 @@ mod tests {
     /// The first task processor 0 helps from processor 1, whose lanes hold
     /// tasks 0 to 39, pushed at time 0, when its last heartbeat was at
     /// `their_beat`; processor 0's own lane holds task 1,000, pushed at
-    /// 1,000, and its heartbeats come 100 ticks apart.
+    /// 1,000 (its first pop makes 1,000 processor 0's centroid), and its
+    /// heartbeats come 100 ticks apart.
     fn first_help(their_beat: u64) -> i32 {
         let mut config = Config::new(2);
         config.help_period = 1;
