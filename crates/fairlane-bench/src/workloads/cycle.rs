@@ -7,8 +7,9 @@
 //! on different worker threads when the window closed. Rings spawned one
 //! after the other have their tasks and semaphores next to each other in
 //! memory, and on some machines a line next to one that another CPU writes
-//! costs more to use (the hardware prefetchers pull it over), so this share
-//! accounts for a part of ns/op that is not the scheduler's own work.
+//! costs more to use (most likely the hardware prefetchers pull it over), so
+//! this share accounts for a part of ns/op that is not the scheduler's own
+//! work.
 
 use super::{join_all, Emit};
 use crate::harness::{measure, Counters};
