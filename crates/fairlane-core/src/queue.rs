@@ -64,6 +64,13 @@ const LATE_INTERVALS: u64 = 2;
 /// owner's heartbeat is fresh (see `ReadyQueue::pop`).
 const REBALANCE_PERIOD: u32 = 8;
 
+/// A rebalance counts our own age as at least our interval between
+/// heartbeats over `2^REBALANCE_FLOOR_LOG2` (times the help factor): a head
+/// that waited less than a few of our iterations is not behind. A larger
+/// floor would stop rebalancing short of evening out processors whose tasks
+/// take turns faster than one interval.
+const REBALANCE_FLOOR_LOG2: u32 = 2;
+
 /// A help draw among `near` processors sharing the cache: which of them
 /// (from the high bits of `r`'s low word) and which of its lanes (from its
 /// high word). The two come from disjoint bits, so that every class lane
@@ -587,8 +594,8 @@ impl<T: Locality> ReadyQueue<T> {
     /// own intervals between heartbeats and than our own age, so it missed
     /// a heartbeat that a processor scheduling at our pace would have
     /// published. The intervals are tested first: an owner on time by them
-    /// needs no own age computed. A rebalance measures against at least
-    /// one of our intervals (`queue.md`, "Pop") and takes the task nearest
+    /// needs no own age computed. A rebalance measures against at least a
+    /// quarter of our interval (`queue.md`, "Pop") and takes the task nearest
     /// our own work; a rescue takes the lane's head (`queue.md`, "Which
     /// task a rebalance takes"). A late owner's wake slot is helped by the
     /// same rule, after the lane.
@@ -606,13 +613,14 @@ impl<T: Locality> ReadyQueue<T> {
         }
         let own = self.own_age(p, now);
         let late = !on_time && lag > own;
-        // A head that waited less than one of our intervals is not behind,
-        // even when our own lanes are empty (age 0) while we run a chain of
-        // woken tasks; a late owner's is measured against our real age.
+        // A head that waited less than a quarter of our interval (a few of
+        // our iterations) is not behind, even when our own lanes are empty
+        // (age 0) while we run a chain of woken tasks; a late owner's is
+        // measured against our real age.
         let bar = if late {
             own
         } else {
-            own.max(interval >> self.help_factor_log2)
+            own.max(interval >> (self.help_factor_log2 + REBALANCE_FLOOR_LOG2))
         };
         if (rebalance || late) && self.much_older(target, bar, now) {
             let (lane, info) = (&self.lanes[target], &self.info[target]);
@@ -1055,12 +1063,12 @@ mod tests {
     }
 
     #[test]
-    fn a_rebalance_leaves_a_head_younger_than_the_helpers_interval() {
-        // Waited 100 ticks (age 50): twice our empty lanes' age of 0, but
-        // not behind by our own pace.
+    fn a_rebalance_leaves_a_head_younger_than_a_quarter_of_the_helpers_interval() {
+        // Waited 100 ticks (age 50): more than twice our empty lanes' age
+        // of 0, but not behind by our own pace (the bar: 400 / 4 / 2).
         assert_eq!(rebalances_from_empty_lanes(1_000), 0);
-        // Waited 1,100 (age 550): past the interval's bar of 200, doubled.
-        assert!(rebalances_from_empty_lanes(0) >= 1);
+        // Waited 300 (age 150): past the bar of 50, doubled.
+        assert!(rebalances_from_empty_lanes(800) >= 1);
     }
 
     /// The first task processor 0 helps from processor 1, whose lanes hold
