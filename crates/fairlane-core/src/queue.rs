@@ -65,10 +65,11 @@ const LATE_INTERVALS: u64 = 2;
 const REBALANCE_PERIOD: u32 = 8;
 
 /// A rebalance counts our own age as at least our interval between
-/// heartbeats over `2^REBALANCE_FLOOR_LOG2` (times the help factor): a head
-/// that waited less than a few of our iterations is not behind. A larger
-/// floor would stop rebalancing short of evening out processors whose tasks
-/// take turns faster than one interval.
+/// heartbeats over `2^(REBALANCE_FLOOR_LOG2 + help_factor_log2)`, so that
+/// the age rule then asks the target to be older than a quarter of our
+/// interval: a head that waited less than a few of our iterations is not
+/// behind. A larger floor would stop rebalancing short of evening out
+/// processors whose tasks take turns faster than one interval.
 const REBALANCE_FLOOR_LOG2: u32 = 2;
 
 /// A help draw among `near` processors sharing the cache: which of them
