@@ -61,6 +61,7 @@ mod resize;
 mod scheduler;
 mod sync;
 mod task;
+mod wake_slot;
 pub mod wheel;
 
 use core::fmt;
@@ -90,6 +91,13 @@ pub mod loom_lane {
 }
 pub use scheduler::RemoveError;
 
+/// The wake slot, exposed only to its loom model (`tests/loom_wake_slot.rs`).
+#[cfg(loom)]
+#[doc(hidden)]
+pub mod loom_wake_slot {
+    pub use crate::wake_slot::{IntoRaw, WakeSlot};
+}
+
 /// The scheduler without tasks (ready queue, idle sleep, resizing), exposed
 /// only to its loom models (`tests/loom_idle.rs`, `tests/loom_resize.rs`):
 /// a host runs tasks through [`Executor`].
@@ -98,6 +106,7 @@ pub use scheduler::RemoveError;
 pub mod loom_scheduler {
     pub use crate::lane::Locality;
     pub use crate::scheduler::{PushError, Scheduler};
+    pub use crate::wake_slot::IntoRaw;
 }
 pub use cluster::{Executor, TasksFinished};
 pub use task::{AbortHandle, AffinityError, Cancellable, SpawnOptions, TaskHandle, TaskMeta};

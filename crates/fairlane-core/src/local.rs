@@ -59,10 +59,6 @@ pub(crate) struct Local {
     /// The task being polled on this processor (a type-erased pointer to its
     /// metadata), for calls that act on "the current task".
     pub(crate) current: crate::sync::AtomicPtr<()>,
-    /// The processor's wake slot holds a task (`queue.rs`, `woken`):
-    /// written only under the slot's lock; read without it by the owner at
-    /// each iteration and by processors looking for a task left behind.
-    pub(crate) woken: AtomicBool,
     /// Runs from the wake slot since the last scheduling iteration that
     /// served the lanes (`scheduler.rs`, `WOKEN_RUNS`).
     pub(crate) woken_runs: AtomicU32,
@@ -134,7 +130,6 @@ impl Local {
             occupied: AtomicBool::new(false),
             generation: AtomicU32::new(0),
             current: crate::sync::AtomicPtr::new(core::ptr::null_mut()),
-            woken: AtomicBool::new(false),
             woken_runs: AtomicU32::new(0),
             in_events: AtomicBool::new(false),
             unannounced: AtomicBool::new(false),

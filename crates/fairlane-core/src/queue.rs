@@ -14,7 +14,8 @@ use crate::local::NO_TARGET;
 pub(crate) use crate::local::{bump, Local, RELEASED, REMOVED};
 use crate::rand::below;
 use crate::resize::ResizeLock;
-use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering, SpinLock};
+use crate::sync::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use crate::wake_slot::{IntoRaw, WakeSlot};
 use crate::{Config, Priority, ProcessorId};
 
 /// Where a popped task came from.
@@ -106,7 +107,7 @@ pub(crate) struct ReadyQueue<T> {
     pub(crate) local: Box<[CachePadded<Local>]>,
     /// Per slot, the wake slot (queue.md, "The wake slot"): a task woken by
     /// the task running on the slot's processor, with the owner's clock
-    /// reading when it went in. `Local::woken` says whether it is full.
+    /// reading when it went in.
     woken: Box<[CachePadded<WakeSlot<T>>]>,
     /// Per slot, its owner's last published clock reading (`beat`): what a
     /// help check reads first. Apart from `Local`, which its owner writes
@@ -139,9 +140,6 @@ pub(crate) struct ReadyQueue<T> {
     near: Box<[Box<[usize]>]>,
 }
 
-/// A wake slot: a task and its owner's clock reading when it went in.
-type WakeSlot<T> = SpinLock<Option<(T, u64)>>;
-
 pub(crate) struct QueueShared {
     /// Set once, at shutdown; checked under a lane's lock by every push.
     closed: AtomicBool,
@@ -149,7 +147,7 @@ pub(crate) struct QueueShared {
     active_count: AtomicUsize,
 }
 
-impl<T: Locality> ReadyQueue<T> {
+impl<T: Locality + IntoRaw> ReadyQueue<T> {
     /// `cache_domain(p)` names processor `p`'s last-level cache.
     /// Slots `0..config.processors` start active (and occupied: their
     /// threads are the host's to start).
@@ -177,7 +175,7 @@ impl<T: Locality> ReadyQueue<T> {
                 })
                 .collect(),
             woken: (0..capacity)
-                .map(|_| CachePadded::new(SpinLock::new(None)))
+                .map(|_| CachePadded::new(WakeSlot::new()))
                 .collect(),
             beats: (0..capacity)
                 .map(|_| CachePadded::new(AtomicU64::new(0)))
@@ -784,8 +782,7 @@ impl<T: Locality> ReadyQueue<T> {
     pub(crate) fn visible_beside_own_lanes(&self, p: usize) -> bool {
         (0..self.processors()).any(|i| {
             let q = self.active_slot(i);
-            (q != p && self.own_shared_looks_nonempty(q))
-                || self.local[q].woken.load(Ordering::Relaxed)
+            (q != p && self.own_shared_looks_nonempty(q)) || self.woken[q].looks_full()
         })
     }
 
@@ -799,62 +796,31 @@ impl<T: Locality> ReadyQueue<T> {
         self.shared.closed.load(Ordering::Acquire)
     }
 
-    /// Empties every lane. After [`close`](Self::close), whatever this
-    /// returns is all that will ever have been in the queue: a push that
-    /// takes a lane's lock after we did sees `closed` (the lock orders it
-    /// after our store) and hands its item back instead.
+    /// Empties every lane and wake slot. After [`close`](Self::close),
+    /// nothing is pushed onto a lane later: a push that takes a lane's lock
+    /// after we did sees `closed` (the lock orders it after our store) and
+    /// hands its item back instead. A wake slot is filled only by its
+    /// processor's thread; what it holds when that thread has returned from
+    /// `Scheduler::next` (which `Executor::cancel_all` waits for) is found
+    /// here.
     pub(crate) fn drain(&self) -> Vec<T> {
         let mut out = Vec::new();
         for (lane, info) in self.lanes.iter().zip(self.info.iter()) {
             out.extend(lane.take_all(info).into_iter().map(|(item, _)| item));
         }
-        for q in 0..self.woken.len() {
-            out.extend(self.take_woken_if(q, |_| true));
-        }
+        out.extend(self.woken.iter().filter_map(|slot| slot.take()));
         out
     }
 
     /// Puts `item` into processor `p`'s wake slot if it is empty and the
-    /// queue open, checked under the slot's lock as a lane push checks it
-    /// (so `drain` after `close` finds whatever went in); else hands it
-    /// back. Only `p`'s own thread calls this, with its own clock reading.
+    /// queue open; else hands it back. Only `p`'s own thread calls this,
+    /// with its own clock reading.
     #[inline]
     pub(crate) fn put_woken(&self, p: usize, item: T, now: u64) -> Result<(), T> {
-        let full = &self.local[p].woken;
-        if full.load(Ordering::Relaxed) {
+        if self.shared.closed.load(Ordering::Relaxed) {
             return Err(item);
         }
-        self.woken[p].lock().with(|slot| {
-            if slot.is_some() || self.shared.closed.load(Ordering::Relaxed) {
-                return Err(item);
-            }
-            *slot = Some((item, now));
-            full.store(true, Ordering::Relaxed);
-            Ok(())
-        })
-    }
-
-    /// Takes the task in processor `q`'s wake slot if `Local::woken` says
-    /// there is one and `accept` takes its timestamp. `Local::woken` is
-    /// written only under the slot's lock, so it is exact there; read
-    /// without the lock it is a hint, reliable after a `fence(SeqCst)`
-    /// that follows a sleeper's publication (`final_scan`).
-    #[inline]
-    fn take_woken_if(&self, q: usize, accept: impl FnOnce(u64) -> bool) -> Option<T> {
-        let full = &self.local[q].woken;
-        if !full.load(Ordering::Relaxed) {
-            return None;
-        }
-        self.woken[q].lock().with(|slot| match slot.take() {
-            Some((item, ts)) if accept(ts) => {
-                full.store(false, Ordering::Relaxed);
-                Some(item)
-            }
-            kept => {
-                *slot = kept;
-                None
-            }
-        })
+        self.woken[p].put(item, now)
     }
 
     /// Empties processor `p`'s wake slot: by `p`'s own thread at each
@@ -862,7 +828,7 @@ impl<T: Locality> ReadyQueue<T> {
     /// aside.
     #[inline]
     pub(crate) fn take_woken(&self, p: usize) -> Option<T> {
-        self.take_woken_if(p, |_| true)
+        self.woken[p].take()
     }
 
     /// Puts `item` back into `p`'s empty wake slot whatever the queue's
@@ -870,10 +836,7 @@ impl<T: Locality> ReadyQueue<T> {
     /// queue closed, so that `drain` still finds it.
     pub(crate) fn restore_woken(&self, p: usize, item: T) {
         let now = self.local[p].now.load(Ordering::Relaxed);
-        self.woken[p].lock().with(|slot| {
-            *slot = Some((item, now));
-            self.local[p].woken.store(true, Ordering::Relaxed);
-        });
+        self.woken[p].restore(item, now);
     }
 
     /// The task in another processor `q`'s wake slot, if it has waited so
@@ -881,7 +844,7 @@ impl<T: Locality> ReadyQueue<T> {
     /// would help it from a lane: for a help check that found `q` late.
     fn help_woken(&self, q: usize, own: u64, now: u64) -> Option<T> {
         let factor = self.help_factor_log2;
-        self.take_woken_if(q, |ts| now.saturating_sub(ts) >> factor > own)
+        self.woken[q].take_if(|ts| now.saturating_sub(ts) >> factor > own)
     }
 
     /// The task in any other active processor's wake slot: the last part of

@@ -11,6 +11,7 @@ use crate::idle::Idle;
 use crate::lane::Locality;
 use crate::queue::{bump, ReadyQueue, Source, RELEASED, REMOVED};
 use crate::sync::{fence, Ordering};
+use crate::wake_slot::IntoRaw;
 use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId};
 
 /// Runs in a row from the wake slot before the lanes are served again
@@ -27,7 +28,7 @@ pub struct Scheduler<T, H> {
     grow_after: u64,
 }
 
-impl<T: Locality, H: Host> Scheduler<T, H> {
+impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     /// Builds the queue and idle state for `config.processors` processors.
     pub fn new(config: Config, host: H) -> Result<Self, ConfigError> {
         config.validate()?;

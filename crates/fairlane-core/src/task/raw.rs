@@ -435,6 +435,21 @@ impl<M> crate::lane::Locality for Runnable<M> {
     }
 }
 
+// SAFETY: the pointer is the runnable's cell, whose reference it carries
+// while given up; `from_raw` rebuilds the one runnable from it.
+unsafe impl<M> crate::wake_slot::IntoRaw for Runnable<M> {
+    fn into_raw(self) -> NonNull<()> {
+        ManuallyDrop::new(self).ptr.cast()
+    }
+
+    unsafe fn from_raw(ptr: NonNull<()>) -> Self {
+        Runnable {
+            ptr: ptr.cast(),
+            _marker: PhantomData,
+        }
+    }
+}
+
 impl<M> Drop for Runnable<M> {
     fn drop(&mut self) {
         // A runnable dropped without running (a scheduler dropped with tasks
