@@ -824,8 +824,7 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
     }
 
     /// Empties processor `p`'s wake slot: by `p`'s own thread at each
-    /// scheduling iteration, or by the resize writer while `p` has stepped
-    /// aside.
+    /// scheduling iteration, or by another processor's final scan.
     #[inline]
     pub(crate) fn take_woken(&self, p: usize) -> Option<T> {
         self.woken[p].take()
