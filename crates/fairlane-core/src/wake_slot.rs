@@ -26,8 +26,9 @@ use crate::sync::{AtomicPtr, AtomicU64, Ordering};
 /// holds it without a lock.
 ///
 /// # Safety
-/// `from_raw(into_raw(x))` gives `x` back, and each pointer `into_raw`
-/// returns is given to `from_raw` at most once.
+/// An implementation must give back, from `from_raw` of a pointer that
+/// `into_raw` returned, the very item given up (the slot hands that pointer
+/// to other threads and to `from_raw` exactly once).
 pub unsafe trait IntoRaw {
     /// Gives up the item for a pointer.
     fn into_raw(self) -> NonNull<()>;
