@@ -404,24 +404,49 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
         p: usize,
         offsets: core::ops::Range<usize>,
         start: usize,
+        item: T,
+        ts: u64,
+    ) -> Result<bool, T> {
+        let l = p * self.stride + offsets.start + start;
+        match self.lanes[l].push(&self.info[l], item, ts, false, || self.is_open()) {
+            PushOutcome::Pushed { filled } => Ok(filled),
+            PushOutcome::Closed(back) => Err(back),
+            PushOutcome::Busy(back) => self.push_to_after_busy(p, offsets, start, back, ts),
+        }
+    }
+
+    /// [`push_to`](Self::push_to) after the `start`-th lane was busy: the
+    /// next lanes in turn, try-locking; the last round waits for the lock of
+    /// the lane whose turn it was.
+    #[inline(never)]
+    fn push_to_after_busy(
+        &self,
+        p: usize,
+        offsets: core::ops::Range<usize>,
+        start: usize,
         mut item: T,
         ts: u64,
     ) -> Result<bool, T> {
         let count = offsets.len();
         let base = p * self.stride + offsets.start;
-        let open = || !self.shared.closed.load(Ordering::Relaxed);
         let mut offset = start;
-        for i in 0..=count {
-            let l = base + offset;
+        for i in 1..=count {
             offset = if offset + 1 == count { 0 } else { offset + 1 };
-            // The last round waits for the lock of the lane whose turn it was.
-            match self.lanes[l].push(&self.info[l], item, ts, i == count, open) {
+            let l = base + offset;
+            match self.lanes[l].push(&self.info[l], item, ts, i == count, || self.is_open()) {
                 PushOutcome::Pushed { filled } => return Ok(filled),
                 PushOutcome::Busy(back) => item = back,
                 PushOutcome::Closed(back) => return Err(back),
             }
         }
         unreachable!("the last round of push_to waits for its lane")
+    }
+
+    /// Whether the queue is still open, for a push holding a lane's lock
+    /// (which orders it with `close`).
+    #[inline(always)]
+    fn is_open(&self) -> bool {
+        !self.shared.closed.load(Ordering::Relaxed)
     }
 
     /// Called by processor `p` with each clock reading it takes: publishes
@@ -562,29 +587,66 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
     #[inline]
     fn pop_normal(&self, p: usize, now: u64, restricted: bool) -> Option<T> {
         let base = p * self.stride;
-        let restricted = restricted.then_some(base + self.restricted_offset());
-        let lanes = (base..base + self.lanes_per_processor).chain(restricted);
-        let mut skip = usize::MAX;
-        for _ in lanes.clone() {
-            let mut best = usize::MAX;
-            let mut best_head = crate::lane::EMPTY;
-            for l in lanes.clone() {
-                let head = self.info[l].head();
-                if l != skip && head < best_head {
-                    best = l;
-                    best_head = head;
-                }
-            }
-            if best == usize::MAX {
-                return None;
-            }
-            if let Some(item) = self.lanes[best].pop(&self.info[best], now, false) {
+        let info = &self.info[base..base + self.stride];
+        let best = self.oldest_normal(info, restricted, usize::MAX)?;
+        if let Some(item) = self.lanes[base + best].pop(&info[best], now, false) {
+            return Some(item);
+        }
+        self.pop_normal_after_miss(p, now, restricted, best)
+    }
+
+    /// [`pop_normal`](Self::pop_normal) after its first choice, `missed`,
+    /// was busy (a helper holds it) or just emptied: the next oldest, and
+    /// so on.
+    #[inline(never)]
+    fn pop_normal_after_miss(
+        &self,
+        p: usize,
+        now: u64,
+        restricted: bool,
+        missed: usize,
+    ) -> Option<T> {
+        let base = p * self.stride;
+        let info = &self.info[base..base + self.stride];
+        let mut skip = missed;
+        for _ in 1..self.lanes_per_processor + usize::from(restricted) {
+            let best = self.oldest_normal(info, restricted, skip)?;
+            if let Some(item) = self.lanes[base + best].pop(&info[best], now, false) {
                 return Some(item);
             }
-            // Busy (a helper holds it) or just emptied: try the next oldest.
             skip = best;
         }
         None
+    }
+
+    /// Among a processor's normal lanes (and its restricted lane with
+    /// `restricted`), whose `LaneInfo`s are `info`, the offset of the one
+    /// with the oldest head but `skip`, if any looks non-empty.
+    #[inline(always)]
+    fn oldest_normal(
+        &self,
+        info: &[CachePadded<LaneInfo>],
+        restricted: bool,
+        skip: usize,
+    ) -> Option<usize> {
+        let mut best = usize::MAX;
+        let mut best_head = crate::lane::EMPTY;
+        for (l, lane) in info[..self.lanes_per_processor].iter().enumerate() {
+            let head = lane.head();
+            if head < best_head && l != skip {
+                best = l;
+                best_head = head;
+            }
+        }
+        if restricted {
+            let l = self.restricted_offset();
+            let head = info[l].head();
+            if head < best_head && l != skip {
+                best = l;
+                best_head = head;
+            }
+        }
+        (best_head != crate::lane::EMPTY).then_some(best)
     }
 
     /// The help check of `p`'s pending target (see `pop`): the age rule,

@@ -18,6 +18,16 @@ use crate::{Config, ConfigError, Host, Priority, ProcessorCounters, ProcessorId}
 /// (queue.md, "The wake slot").
 pub(crate) const WOKEN_RUNS: u32 = 3;
 
+/// What one scheduling iteration of [`Scheduler::next`] came to.
+enum Round<T> {
+    /// An item to run.
+    Found(T),
+    /// Nothing found; the iteration's clock reading.
+    Empty(u64),
+    /// The processor must return from `next` (closed, stopped or removed).
+    Stop,
+}
+
 /// A ready queue, its processors' idle-sleep state, and the host they run on.
 pub struct Scheduler<T, H> {
     queue: ReadyQueue<T>,
@@ -410,111 +420,148 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     ///
     /// The calling thread must be between [`start`](Self::start) and
     /// [`finish`](Self::finish) for `p`.
+    #[inline]
     pub fn next(&self, p: usize) -> Option<T> {
+        // The first round may reuse the clock read of an earlier iteration
+        // (see `Config::clock_period`). Rounds that find nothing, with their
+        // spinning and sleeping, are out of line: a processor that keeps
+        // finding work runs only this one round per call.
+        match self.round(p, true, false) {
+            Round::Found(item) => Some(item),
+            Round::Stop => None,
+            Round::Empty(now) => self.next_after_empty(p, now),
+        }
+    }
+
+    /// [`next`](Self::next) after a round that found nothing at `now`: spins
+    /// for `spin_rounds` rounds, then goes to idle sleep, and repeats until a
+    /// round finds an item or the processor must stop.
+    #[inline(never)]
+    fn next_after_empty(&self, p: usize, mut now: u64) -> Option<T> {
         let local = &self.queue.local[p];
         let mut spins = 0;
         // Set after leaving the idle list: the next item found obliges us to
         // wake another sleeper if still more work is visible (idle.md, the
         // hand-over rule).
         let mut handing_over = false;
-        // The first round of a call may reuse the clock read of an earlier
-        // iteration (see `Config::clock_period`); a round after one that found
-        // nothing always reads it afresh.
-        let mut may_reuse_clock = true;
         loop {
-            bump(&local.counters.iterations);
-            let now = if may_reuse_clock && !local.clock_countdown.tick(self.clock_period) {
-                local.now.load(Ordering::Relaxed)
-            } else {
-                let now = self.host.now();
-                local.now.store(now, Ordering::Relaxed);
-                self.queue.beat(p, now);
-                now
-            };
-            may_reuse_clock = false;
-            if self.queue.resize_lock().writer_waiting() {
-                // Step aside for a resize (resize.md).
-                self.queue.resize_lock().exit(&local.reading);
-                self.queue
-                    .resize_lock()
-                    .enter(&local.reading, || self.host.relax());
-            }
-            if self.queue.is_closed() || local.stop.load(Ordering::Acquire) != 0 {
-                // A woken task left in the slot goes to the lanes (to the
-                // remaining processors' if `p` was removed); once closed, it
-                // stays in the slot, for `drain`.
-                if let Some(item) = self.queue.take_woken(p) {
-                    self.lane_woken(p, item);
-                }
-                return None;
-            }
-            if let Some(item) = self.queue.take_woken(p) {
-                // The wake slot (queue.md, "The wake slot"): at most
-                // `WOKEN_RUNS` runs in a row, and only while no other class
-                // waits; else the woken task joins the lanes' tail.
-                let runs = local.woken_runs.load(Ordering::Relaxed);
-                if runs < WOKEN_RUNS && self.queue.only_normal_ready(p) {
-                    local.woken_runs.store(runs + 1, Ordering::Relaxed);
-                    return Some(item);
-                }
-                self.lane_woken(p, item);
-            }
-            if local.woken_runs.load(Ordering::Relaxed) != 0 {
-                local.woken_runs.store(0, Ordering::Relaxed);
-            }
-            local.in_events.store(true, Ordering::Relaxed);
-            self.host.poll_events(p);
-            local.in_events.store(false, Ordering::Relaxed);
-            let found = self.queue.pop(p, now).or_else(|| self.queue.steal(p, now));
-            if local.unannounced.load(Ordering::Relaxed) {
-                local.unannounced.store(false, Ordering::Relaxed);
-                self.announce_leftovers(p);
-            }
-            if local.kept.load(Ordering::Relaxed) {
-                self.check_kept(p, now);
-            }
-            if let Some(found) = found {
-                return Some(self.found(p, found, handing_over));
-            }
             if spins < self.spin_rounds {
                 spins += 1;
                 for _ in 0..64 {
                     crate::sync::spin_hint();
                 }
-                continue;
-            }
-
-            // Idle sleep, sleeper side (idle.md, steps 1-4).
-            self.idle.publish(p);
-            fence(Ordering::SeqCst);
-            let found = if self.queue.is_closed() {
-                None
             } else {
-                self.queue.final_scan(p, now)
-            };
-            if found.is_none()
-                && !self.queue.is_closed()
-                && local.stop.load(Ordering::Acquire) == 0
-                && !self.queue.resize_lock().writer_waiting()
-                && self.idle.commit(p)
-            {
-                bump(&local.counters.parks);
-                self.idle.sleep(p, &self.host, &local.counters.host_parks);
-                bump(&local.counters.wakeups);
+                // Idle sleep, sleeper side (idle.md, steps 1-4).
+                self.idle.publish(p);
+                fence(Ordering::SeqCst);
+                let found = if self.queue.is_closed() {
+                    None
+                } else {
+                    self.queue.final_scan(p, now)
+                };
+                if found.is_none()
+                    && !self.queue.is_closed()
+                    && local.stop.load(Ordering::Acquire) == 0
+                    && !self.queue.resize_lock().writer_waiting()
+                    && self.idle.commit(p)
+                {
+                    bump(&local.counters.parks);
+                    self.idle.sleep(p, &self.host, &local.counters.host_parks);
+                    bump(&local.counters.wakeups);
+                }
+                self.idle.reset(p);
+                self.idle.retract(p);
+                fence(Ordering::SeqCst);
+                if let Some(found) = found {
+                    return Some(self.found(p, found, true));
+                }
+                handing_over = true;
+                spins = 0;
             }
-            self.idle.reset(p);
-            self.idle.retract(p);
-            fence(Ordering::SeqCst);
-            if let Some(found) = found {
-                return Some(self.found(p, found, true));
+            // A round after one that found nothing reads the clock afresh.
+            match self.round(p, false, handing_over) {
+                Round::Found(item) => return Some(item),
+                Round::Stop => return None,
+                Round::Empty(at) => now = at,
             }
-            handing_over = true;
-            spins = 0;
         }
     }
 
-    #[inline]
+    /// One scheduling iteration of processor `p`: the clock, a resize's
+    /// turn, closing and stopping, the wake slot, the host's events, then
+    /// the own lanes, help and steals.
+    #[inline(always)]
+    fn round(&self, p: usize, may_reuse_clock: bool, handing_over: bool) -> Round<T> {
+        let local = &self.queue.local[p];
+        bump(&local.counters.iterations);
+        let now = if may_reuse_clock && !local.clock_countdown.tick(self.clock_period) {
+            local.now.load(Ordering::Relaxed)
+        } else {
+            let now = self.host.now();
+            local.now.store(now, Ordering::Relaxed);
+            self.queue.beat(p, now);
+            now
+        };
+        if self.queue.resize_lock().writer_waiting() {
+            // Step aside for a resize (resize.md).
+            self.queue.resize_lock().exit(&local.reading);
+            self.queue
+                .resize_lock()
+                .enter(&local.reading, || self.host.relax());
+        }
+        if self.queue.is_closed() || local.stop.load(Ordering::Acquire) != 0 {
+            // A woken task left in the slot goes to the lanes (to the
+            // remaining processors' if `p` was removed); once closed, it
+            // stays in the slot, for `drain`.
+            if let Some(item) = self.queue.take_woken(p) {
+                self.lane_woken(p, item);
+            }
+            return Round::Stop;
+        }
+        if let Some(item) = self.queue.take_woken(p) {
+            // The wake slot (queue.md, "The wake slot"): at most
+            // `WOKEN_RUNS` runs in a row, and only while no other class
+            // waits; else the woken task joins the lanes' tail.
+            let runs = local.woken_runs.load(Ordering::Relaxed);
+            if runs < WOKEN_RUNS && self.queue.only_normal_ready(p) {
+                local.woken_runs.store(runs + 1, Ordering::Relaxed);
+                return Round::Found(item);
+            }
+            self.lane_woken(p, item);
+        }
+        if local.woken_runs.load(Ordering::Relaxed) != 0 {
+            local.woken_runs.store(0, Ordering::Relaxed);
+        }
+        local.in_events.store(true, Ordering::Relaxed);
+        self.host.poll_events(p);
+        local.in_events.store(false, Ordering::Relaxed);
+        let found = self.queue.pop(p, now).or_else(|| self.queue.steal(p, now));
+        if local.unannounced.load(Ordering::Relaxed) {
+            local.unannounced.store(false, Ordering::Relaxed);
+            self.announce_leftovers(p);
+        }
+        if local.kept.load(Ordering::Relaxed) {
+            self.check_kept(p, now);
+        }
+        match found {
+            Some(found) => Round::Found(self.found(p, found, handing_over)),
+            None => Round::Empty(now),
+        }
+    }
+
+    /// An item found by a round: counts where it came from, and does the
+    /// hand-over rule after a sleep. An item from the own lanes outside a
+    /// hand-over needs neither.
+    #[inline(always)]
     fn found(&self, p: usize, (item, source): (T, Source), handing_over: bool) -> T {
+        if source != Source::Own || handing_over {
+            self.found_elsewhere_or_handing_over(p, source, handing_over);
+        }
+        item
+    }
+
+    #[inline(never)]
+    fn found_elsewhere_or_handing_over(&self, p: usize, source: Source, handing_over: bool) {
         let counters = &self.queue.local[p].counters;
         match source {
             Source::Own => {}
@@ -532,7 +579,6 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
                 self.announce_own(p);
             }
         }
-        item
     }
 
     /// Records that processor `p` polled a task.
