@@ -30,7 +30,7 @@ use std::time::Instant;
 
 use slab::Slab;
 
-use self::rescue::RESCUE_PERIOD;
+use self::rescue::{resumed, RESCUE_PERIOD};
 use self::submit::{is_stable_thread, SubmitThread};
 pub(crate) use self::submit::{mark_stable_thread, FLUSH_THRESHOLD};
 use super::reactor::FdState;
@@ -374,25 +374,29 @@ impl Driver {
             // thread), and nothing below registers or unregisters.
             let proc = unsafe { &*proc };
             debug_assert_eq!(proc.index, p);
-            self.poll_own(proc);
+            let iteration = proc.count_iteration();
+            // Most iterations of a busy processor find nothing to do here:
+            // those cost these few loads, without a call.
+            let engine_due = proc.engine_due(iteration);
+            if engine_due
+                || proc.work.next_timer() != NO_TIMER
+                || iteration % u64::from(RESCUE_PERIOD) == 0
+                || resumed()
+            {
+                self.poll_own(proc, iteration, engine_due);
+            }
         }
     }
 
-    fn poll_own(&self, proc: &ProcessorIo) {
-        let iteration = proc.count_iteration();
+    /// `poll_events` of this thread's own engine, at its `iteration`, when
+    /// its engine is due (`engine_due`), it has a timer, it resumes from a
+    /// park, or a rescue look is due.
+    #[inline(never)]
+    fn poll_own(&self, proc: &ProcessorIo, iteration: u64, engine_due: bool) {
         self.announce_if_resumed(proc);
         let timers_due = {
             let next = proc.work.next_timer();
             next != NO_TIMER && next <= self.now_tick()
-        };
-        let engine_due = match &proc.engine {
-            Engine::Uring(_) => {
-                proc.work.outstanding() != 0 || proc.unflushed.load(Ordering::Relaxed) != 0
-            }
-            // A system call: only every POLL_PERIOD iterations.
-            Engine::Poll(_) => {
-                iteration % u64::from(POLL_PERIOD) == 0 && proc.work.outstanding() != 0
-            }
         };
         if engine_due || timers_due {
             let mut fired = Vec::new();
@@ -428,6 +432,23 @@ impl ProcessorIo {
         // Poisoning: the state's invariants hold between calls (no user code
         // runs under the lock).
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Without the lock: whether the owner's iteration `iteration` should
+    /// reap or submit (a hint; the owner checks again under the lock). An
+    /// io_uring engine is due whenever it has operations in flight or
+    /// unsubmitted; a poll engine, a system call, only every `POLL_PERIOD`
+    /// iterations.
+    #[inline(always)]
+    fn engine_due(&self, iteration: u64) -> bool {
+        match &self.engine {
+            Engine::Uring(_) => {
+                self.work.outstanding() != 0 || self.unflushed.load(Ordering::Relaxed) != 0
+            }
+            Engine::Poll(_) => {
+                iteration % u64::from(POLL_PERIOD) == 0 && self.work.outstanding() != 0
+            }
+        }
     }
 
     /// The lock, if it is free right now.

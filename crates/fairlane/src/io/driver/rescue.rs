@@ -77,6 +77,13 @@ impl ProcessorIo {
     }
 }
 
+/// Whether this processor thread parked since its last `poll_events`
+/// (`announce_if_resumed` then announces).
+#[inline(always)]
+pub(super) fn resumed() -> bool {
+    RESUMED.with(Cell::get) != RESUMED_NO
+}
+
 impl Driver {
     /// Owner, at the top of an iteration: if it parked since the last one,
     /// it now resumes running tasks, and announces (the watch handshake).
