@@ -398,7 +398,7 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
 
     /// Pushes onto one of processor `p`'s lanes at `offsets`, starting with
     /// the `start`-th (`start` below their number).
-    #[inline]
+    #[inline(always)]
     fn push_to(
         &self,
         p: usize,
@@ -584,7 +584,7 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
     /// service would let a short lane's tasks run more often.) With
     /// `restricted`, the restricted lane takes part too: restricted tasks are
     /// served as normal-priority ones.
-    #[inline]
+    #[inline(always)]
     fn pop_normal(&self, p: usize, now: u64, restricted: bool) -> Option<T> {
         let base = p * self.stride;
         let info = &self.info[base..base + self.stride];
