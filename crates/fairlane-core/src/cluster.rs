@@ -654,11 +654,8 @@ impl<H: Host> Executor<H> {
             if meta.preferred.load(Ordering::Relaxed) != p as u32 {
                 meta.preferred.store(p as u32, Ordering::Relaxed);
             }
-            self.sched.count_poll(p);
-            self.sched
-                .set_current(p, meta as *const TaskMeta<H> as *mut ());
-            runnable.run();
-            self.sched.set_current(p, core::ptr::null_mut());
+            let current = meta as *const TaskMeta<H> as *mut ();
+            self.sched.poll_on(p, current, || runnable.run());
         }
     }
 

@@ -631,20 +631,27 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
     ) -> Option<usize> {
         let mut best = usize::MAX;
         let mut best_head = crate::lane::EMPTY;
-        for (l, lane) in info[..self.lanes_per_processor].iter().enumerate() {
-            let head = lane.head();
+        let mut consider = |l: usize, head: u64| {
             if head < best_head && l != skip {
                 best = l;
                 best_head = head;
+            }
+        };
+        match &info[..self.lanes_per_processor] {
+            // The default: two normal lanes, compared without a loop.
+            [first, second] => {
+                consider(0, first.head());
+                consider(1, second.head());
+            }
+            normal => {
+                for (l, lane) in normal.iter().enumerate() {
+                    consider(l, lane.head());
+                }
             }
         }
         if restricted {
             let l = self.restricted_offset();
-            let head = info[l].head();
-            if head < best_head && l != skip {
-                best = l;
-                best_head = head;
-            }
+            consider(l, info[l].head());
         }
         (best_head != crate::lane::EMPTY).then_some(best)
     }

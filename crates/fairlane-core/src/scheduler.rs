@@ -581,10 +581,18 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
         }
     }
 
-    /// Records that processor `p` polled a task.
+    /// Runs `poll`, the poll of a task on processor `p`: counts it, and
+    /// records `current` (the task, a type-erased pointer) as the task
+    /// being polled there while it runs (see `set_current`).
     #[inline]
-    pub fn count_poll(&self, p: usize) {
-        bump(&self.queue.local[p].counters.polls);
+    pub(crate) fn poll_on(&self, p: usize, current: *mut (), poll: impl FnOnce()) {
+        let local = &self.queue.local[p];
+        bump(&local.counters.polls);
+        local.current.store(current, Ordering::Relaxed);
+        poll();
+        local
+            .current
+            .store(core::ptr::null_mut(), Ordering::Relaxed);
     }
 
     /// Records the task being polled on `p` (a type-erased pointer), or
