@@ -555,13 +555,15 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     #[inline(always)]
     fn found(&self, p: usize, (item, source): (T, Source), handing_over: bool) -> T {
         if source != Source::Own || handing_over {
-            self.found_elsewhere_or_handing_over(p, source, handing_over);
+            self.found_aside(p, source, handing_over);
         }
         item
     }
 
+    /// The rest of [`found`](Self::found), out of line: the count of a
+    /// help or a steal, and the hand-over rule.
     #[inline(never)]
-    fn found_elsewhere_or_handing_over(&self, p: usize, source: Source, handing_over: bool) {
+    fn found_aside(&self, p: usize, source: Source, handing_over: bool) {
         let counters = &self.queue.local[p].counters;
         match source {
             Source::Own => {}
