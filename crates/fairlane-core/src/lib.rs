@@ -81,6 +81,7 @@ pub mod loom_resize {
 pub mod loom_task {
     pub use crate::task::join::JoinHandle;
     pub use crate::task::raw::{spawn, Runnable, Schedule};
+    pub use crate::task::waker::raise_and_wake;
 }
 
 /// The lane type, exposed only to the loom models (`tests/loom_lane.rs`).

@@ -107,10 +107,10 @@ impl TaskState {
     }
 
     pub(crate) fn abort(&self) {
-        self.aborted.store(true, Ordering::Release);
-        let waker = self.waker.lock().with(|w| w.clone());
-        if let Some(waker) = waker {
-            waker.wake();
+        match self.waker.lock().with(|w| w.clone()) {
+            Some(waker) => crate::task::waker::raise_and_wake(&self.aborted, waker),
+            // The future is gone: nothing polls the flag any more.
+            None => self.aborted.store(true, Ordering::Release),
         }
     }
 }

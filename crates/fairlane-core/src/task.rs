@@ -11,7 +11,7 @@
 pub(crate) mod join;
 pub(crate) mod raw;
 pub(crate) mod state;
-mod waker;
+pub(crate) mod waker;
 
 use core::future::Future;
 use core::pin::Pin;
@@ -482,11 +482,9 @@ impl AbortHandle {
     /// ```
     pub fn abort(&self) {
         if let Some((waker, state)) = &self.task {
-            // SAFETY: see `task`.
-            unsafe { state.as_ref() }
-                .aborted
-                .store(true, Ordering::Release);
-            waker.wake_by_ref();
+            // SAFETY: see `task`. By value, through a clone: see
+            // `raise_and_wake`.
+            waker::raise_and_wake(&unsafe { state.as_ref() }.aborted, waker.clone());
         }
     }
 

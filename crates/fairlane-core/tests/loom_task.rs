@@ -12,7 +12,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
-use fairlane_core::loom_task::{spawn, JoinHandle, Runnable, Schedule};
+use fairlane_core::loom_task::{raise_and_wake, spawn, JoinHandle, Runnable, Schedule};
 use loom::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use loom::sync::{Arc, Mutex};
 use loom::thread;
@@ -206,8 +206,8 @@ fn wake_from_two_threads_at_once() {
     });
 }
 
-/// An abort (a flag and a wake through the task's own waker, as
-/// `TaskState::abort`) races the poll that completes the task: the task
+/// An abort (`raise_and_wake`, as `TaskState::abort` and
+/// `AbortHandle::abort`) races the poll that completes the task: the task
 /// completes once, with its output or as aborted, is never queued again,
 /// and is freed once, whichever thread drops the last reference.
 #[test]
@@ -222,11 +222,7 @@ fn abort_racing_completion() {
         let next = m.queue.lock().unwrap().pop().expect("queued by the gate");
         let runner = thread::spawn(move || next.run());
         let aborted = m.aborted.clone();
-        let aborter = thread::spawn(move || {
-            aborted.store(true, Ordering::Release);
-            own_waker.wake_by_ref();
-            drop(own_waker);
-        });
+        let aborter = thread::spawn(move || raise_and_wake(&aborted, own_waker));
         runner.join().unwrap();
         aborter.join().unwrap();
         // A wake of a running or complete task queues nothing.
@@ -234,6 +230,37 @@ fn abort_racing_completion() {
         assert_eq!(m.polls(), 2);
         let out = loom::future::block_on(handle);
         assert!(out == Some(Some(2)) || out == Some(None), "{out:?}");
+        assert_eq!(m.freed(), 1);
+    });
+}
+
+/// An abort races the poll of a task that is queued while its gate is
+/// still closed (a spurious wake queued it): the abort's wake finds the task
+/// queued or running, and either way the task's next poll sees the flag, so
+/// the task completes aborted. A wake by reference in `raise_and_wake`
+/// loses the abort here: it writes nothing to a queued task's state word,
+/// so the poll may read the flag unset and park the task for good.
+#[test]
+fn abort_racing_the_poll_of_a_queued_task() {
+    model(|| {
+        let m = Model::new();
+        let (runnable, mut handle) = m.spawn();
+        let own_waker = runnable.waker();
+        runnable.run();
+        // Woken with the gate still closed: queued, and will park again.
+        own_waker.wake_by_ref();
+        let next = m.queue.lock().unwrap().pop().expect("queued by the wake");
+        let runner = thread::spawn(move || next.run());
+        let aborted = m.aborted.clone();
+        let aborter = thread::spawn(move || raise_and_wake(&aborted, own_waker));
+        runner.join().unwrap();
+        aborter.join().unwrap();
+        m.drain();
+        assert!(handle.is_finished(), "the abort was lost");
+        assert_eq!(poll_once(&mut handle), Poll::Ready(Some(None)));
+        drop(handle);
+        // The gate still holds the waker of the first poll.
+        m.gate.lock().unwrap().waiter = None;
         assert_eq!(m.freed(), 1);
     });
 }

@@ -354,15 +354,30 @@ struct Unwinding<M> {
 
 impl<M> Drop for Unwinding<M> {
     fn drop(&mut self) {
-        // SAFETY: the guard belongs to the holder of the runnable (whose
-        // reference it gives up in `finish`); the future is dropped only if
-        // it is still live.
-        unsafe {
-            if self.future_live {
-                (self.ptr.as_ref().vtable.drop_future)(self.ptr.cast());
-            }
-            finish(self.ptr, true);
+        // Completes the task after the future is dropped, also when the
+        // future's destructor panics: a task whose future is gone must
+        // complete, or its handle never resolves and the cell leaks.
+        let finish_guard = Finish(self.ptr);
+        if self.future_live {
+            // SAFETY: the guard belongs to the holder of the runnable, and
+            // the future is still live; it is not dropped again (the cell is
+            // `COMPLETE` once `finish_guard` has run, so `dealloc` leaves it).
+            unsafe { (self.ptr.as_ref().vtable.drop_future)(self.ptr.cast()) };
         }
+        drop(finish_guard);
+    }
+}
+
+/// Completes the task without output and gives up the runnable's
+/// reference when dropped (see [`finish`]), also while unwinding out of the
+/// future's destructor.
+struct Finish<M>(NonNull<Header<M>>);
+
+impl<M> Drop for Finish<M> {
+    fn drop(&mut self) {
+        // SAFETY: made only by `Unwinding`, which belongs to the holder of
+        // the runnable, once the future is dropped (or being unwound from).
+        unsafe { finish(self.0, true) }
     }
 }
 
@@ -558,6 +573,104 @@ mod tests {
         drop(handle);
         assert!(catch_unwind(AssertUnwindSafe(|| runnable.run())).is_err());
         assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+
+    /// Panics in its destructor the first time it is dropped; counts every
+    /// drop (a second one would mean the value was dropped twice).
+    struct PanicsOnce(Arc<AtomicUsize>);
+
+    impl Drop for PanicsOnce {
+        fn drop(&mut self) {
+            if self.0.fetch_add(1, Ordering::Relaxed) == 0 {
+                panic!("dropped");
+            }
+        }
+    }
+
+    /// A runnable dropped unrun (a cluster dropped with the task queued)
+    /// whose future panics in its destructor still completes the task:
+    /// its handle resolves and the cell is freed.
+    #[test]
+    fn a_runnable_dropped_unrun_completes_even_if_the_future_panics_in_drop() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        let held = PanicsOnce(drops.clone());
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), move |_| async move {
+            let _held = held;
+            pending::<()>().await;
+        });
+        assert!(catch_unwind(AssertUnwindSafe(|| drop(runnable))).is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 1);
+        assert!(handle.is_finished(), "the task never completed");
+        assert_eq!(poll_once(&mut handle), Poll::Ready(None));
+        drop(handle);
+        assert_eq!(freed.load(Ordering::Relaxed), 1, "the cell leaked");
+    }
+
+    /// A future whose destructor panics after it returned `Ready` is
+    /// dropped once: the poll marks it dead before dropping it, so the
+    /// guard that completes the task on unwinding does not drop it again.
+    #[test]
+    fn a_future_that_panics_in_drop_after_ready_is_dropped_once() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let drops = Arc::new(AtomicUsize::new(0));
+        /// Ready at once; panics when dropped (its own destructor, not a
+        /// local of an async block, which would panic inside `poll`).
+        struct ReadyThenPanics(#[allow(dead_code)] PanicsOnce);
+        impl Future for ReadyThenPanics {
+            type Output = u32;
+            fn poll(self: core::pin::Pin<&mut Self>, _: &mut Context<'_>) -> Poll<u32> {
+                Poll::Ready(5)
+            }
+        }
+        let future = ReadyThenPanics(PanicsOnce(drops.clone()));
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), move |_| future);
+        assert!(catch_unwind(AssertUnwindSafe(|| runnable.run())).is_err());
+        assert_eq!(drops.load(Ordering::Relaxed), 1, "dropped twice");
+        assert_eq!(poll_once(&mut handle), Poll::Ready(None));
+        drop(handle);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+
+    /// The join handle hands out an output once: polled again after
+    /// `Ready`, it answers `None` and never reads the moved-out output.
+    #[test]
+    fn the_join_handle_takes_the_output_once() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), |_| async {
+            alloc::string::String::from("output")
+        });
+        runnable.run();
+        assert_eq!(poll_once(&mut handle), Poll::Ready(Some("output".into())));
+        assert_eq!(poll_once(&mut handle), Poll::Ready(None));
+        drop(handle);
+        assert_eq!(freed.load(Ordering::Relaxed), 1);
+    }
+
+    /// A wake by reference alone during the poll (no wake by value to hide
+    /// a lost one) re-queues the task once, after the poll.
+    #[test]
+    fn a_wake_by_reference_during_the_poll_requeues_it() {
+        let freed = Arc::new(AtomicUsize::new(0));
+        let polls = Arc::new(AtomicUsize::new(0));
+        let p = polls.clone();
+        let (runnable, mut handle) = spawn(Meta(freed.clone()), move |_| {
+            core::future::poll_fn(move |cx| {
+                if p.fetch_add(1, Ordering::Relaxed) == 0 {
+                    cx.waker().wake_by_ref();
+                    Poll::Pending
+                } else {
+                    Poll::Ready(())
+                }
+            })
+        });
+        runnable.run();
+        let next = QUEUE.with(|q| core::mem::take(&mut *q.borrow_mut()));
+        assert_eq!(next.len(), 1, "the wake during the poll was lost");
+        next.into_iter().for_each(Runnable::run);
+        assert_eq!(poll_once(&mut handle), Poll::Ready(Some(())));
+        drop(handle);
         assert_eq!(freed.load(Ordering::Relaxed), 1);
     }
 

@@ -243,8 +243,12 @@ impl State {
     /// Gives up a reference; true if it was the last (free the cell).
     #[inline]
     pub(crate) fn ref_dec(&self) -> bool {
-        // AcqRel: Release publishes this holder's accesses to the cell to
-        // the one that frees it; Acquire, for that one, sees all of them.
+        // Release publishes this holder's accesses to the cell to the one
+        // that frees it. That one's Acquire is the load of the state word at
+        // the start of `dealloc`: every write of the word is a
+        // read-modify-write, so the load reads the end of a release sequence
+        // holding every holder's Release. (The Acquire here adds nothing that
+        // load does not give; AcqRel costs the same as Release on x86.)
         let prev = Snapshot(self.0.fetch_sub(REF_ONE, Ordering::AcqRel));
         debug_assert!(prev.refs() > 0);
         prev.refs() == 1

@@ -8,6 +8,7 @@ use core::task::{RawWaker, RawWakerVTable, Waker};
 
 use super::raw::{release, Header, Runnable, Schedule};
 use super::state::{WakeByRef, WakeByVal};
+use crate::sync::{AtomicBool, Ordering};
 
 struct Vtable<M>(PhantomData<M>);
 
@@ -75,4 +76,26 @@ unsafe fn wake_by_ref<M: Schedule>(data: *const ()) {
 unsafe fn drop_waker<M: Schedule>(data: *const ()) {
     // SAFETY: the contract above; the waker's reference is given up once.
     unsafe { release(NonNull::from(header::<M>(data))) }
+}
+
+/// Raises `flag` for the task's next poll to read, then wakes the task
+/// through `waker`, one of its own wakers (an abort: the flag is
+/// `TaskState::aborted`, read at the top of every poll).
+///
+/// The wake is by value, and that is the rule: a wake by value is a
+/// read-modify-write of the state word in every state (it gives up the
+/// waker's reference), while a wake by reference that finds the task queued
+/// writes nothing. Without a write, nothing orders the flag's store before
+/// the next poll's load of it: the processor about to poll the queued task
+/// may read the flag unset (each side's store is still on its way while it
+/// loads the other's word), return `Pending`, and park the task with no
+/// wake left to come. With the write, either it comes before that poll's
+/// `start` in the state word's order (and `start`'s Acquire sees the flag,
+/// through the release sequence of read-modify-writes), or after it (and
+/// finds the task `RUNNING`: `NOTIFIED`, so it is polled again), or the
+/// task is idle (and queued) or complete (nothing to abort).
+pub fn raise_and_wake(flag: &AtomicBool, waker: Waker) {
+    // Release pairs with the poll's Acquire load of the flag.
+    flag.store(true, Ordering::Release);
+    waker.wake();
 }
