@@ -478,6 +478,58 @@ fn idle_sleep_a_task_in_a_stuck_processors_slot_reaches_one_going_to_sleep() {
     model(|| a_stuck_processor_wakes_a_task_into_its_slot(false));
 }
 
+/// Processor 0, polling a task that never returns (it waits until both
+/// tasks it woke have been taken), wakes two tasks: the first goes to its
+/// wake slot, the second, with the slot full, onto its own empty lane — a
+/// filling push made during a poll. Processor 1 takes tasks as they come
+/// and sleeps in between (with `asleep`, is asleep before the poll). It may
+/// take the first task, then publish itself as a sleeper and look at
+/// processor 0's lane before the second push is visible there: only that
+/// push's own handshake (the filling push wakes a sleeper) gets the second
+/// task run. Mutation seen to fail with a deadlock: deleting the
+/// `notify_after_push` of a filling push in `Scheduler::push_local`.
+fn a_stuck_processor_wakes_two_tasks(asleep: bool) {
+    let mut host = LoomHost::new(2);
+    host.parks = Some(Count::new());
+    let sched = Arc::new(Scheduler::new(config(2), host).unwrap());
+    let taken = Arc::new(Count::new());
+    let sleeper = {
+        let (sched, taken) = (sched.clone(), taken.clone());
+        thread::spawn(move || {
+            sched.host().register(1);
+            if sched.start(1) {
+                while let Some(_item) = sched.next(1) {
+                    taken.add();
+                }
+            }
+            sched.finish(1, true);
+        })
+    };
+    if asleep {
+        sched.host().parks.as_ref().unwrap().wait_for(1);
+    }
+    sched.host().register(0);
+    assert!(sched.start(0));
+    sched.wake_in_poll(0, 1).unwrap();
+    sched.wake_in_poll(0, 2).unwrap();
+    taken.wait_for(2);
+    sched.close();
+    assert_eq!(sched.next(0), None, "an item was handed out twice");
+    sched.finish(0, true);
+    sleeper.join().unwrap();
+    assert_eq!(taken.get(), 2, "an item was handed out twice or lost");
+}
+
+#[test]
+fn idle_sleep_a_filling_push_during_a_poll_reaches_the_sleeper() {
+    model(|| a_stuck_processor_wakes_two_tasks(true));
+}
+
+#[test]
+fn idle_sleep_a_filling_push_during_a_poll_reaches_one_going_to_sleep() {
+    model(|| a_stuck_processor_wakes_two_tasks(false));
+}
+
 /// `release` (the hand-back of std's `block_in_place`) racing a processor
 /// going to sleep: the processor must return from `next`, never sleep
 /// through it.
