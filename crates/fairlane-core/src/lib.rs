@@ -149,8 +149,9 @@ pub struct Config {
     /// Rounds of a short spin (64 pause hints each) before idle sleep.
     pub spin_rounds: u32,
     /// A processor that found work in its last round reads the host's clock
-    /// only every `clock_period` iterations and reuses the last reading in
-    /// between (1: every iteration). Timestamps then lag by at most that many
+    /// only every `clock_period` iterations and reuses the last reading,
+    /// plus two per iteration, in between (1: every iteration; `queue.md`,
+    /// "Time"). Timestamps then lag by at most that many
     /// polls, which only makes pushed tasks look older — helped sooner, never
     /// later — while a clock read can cost as much as a whole poll (`rdtsc`
     /// on a virtual machine). Any round after one that found no work reads

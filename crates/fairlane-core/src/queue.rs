@@ -379,21 +379,31 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
         &self,
         preferred: Option<usize>,
         item: T,
-        now: u64,
         priority: Priority,
     ) -> Result<bool, T> {
         let p = match preferred {
             Some(p) if self.is_active(p) => p,
             _ => self.active_slot(self.outside.fetch_add(1, Ordering::Relaxed) % self.processors()),
         };
-        // The timestamp's low bits are as good a lane choice as any.
-        self.push_to(
-            p,
-            self.class_lanes(priority),
-            below(now >> 4, self.class_lanes(priority).len()),
-            item,
-            now,
-        )
+        // The class's first lane (the next ones if it is busy): pushes from
+        // outside keep their order among themselves.
+        let ts = self.outside_stamp(p);
+        self.push_to(p, self.class_lanes(priority), 0, item, ts)
+    }
+
+    /// The timestamp of a push onto processor `p`'s lanes from another
+    /// thread: one below `p`'s iteration clock, so that every lane of `p`
+    /// is stamped from one clock (queue.md, "Time"). The owner's pushes in
+    /// its current iteration carry the clock itself, its earlier ones at
+    /// most the clock less two (the clock goes up by two or more an
+    /// iteration), so a task pushed from outside sits between the owner's
+    /// iterations: behind what the owner pushed before, ahead of what it
+    /// pushes after — a task it re-queues (a yield) goes behind it. A stale
+    /// read of the clock only makes the task look older. Relaxed: a
+    /// heuristic's input, like every stamp.
+    #[inline]
+    pub(crate) fn outside_stamp(&self, p: usize) -> u64 {
+        self.local[p].now.load(Ordering::Relaxed).saturating_sub(1)
     }
 
     /// Pushes onto one of processor `p`'s lanes at `offsets`, starting with
@@ -997,14 +1007,21 @@ mod tests {
     #[test]
     fn own_lanes_are_served_oldest_head_first() {
         let q = queue(1, |_| 0);
-        // Outside pushes choose the lane by the timestamp's bits 4 and up:
-        // stamps 1-3 land in lane 0, stamp 16 in lane 1. Oldest first gives
-        // push order; round-robin service would give 0, 3, 1, 2.
-        for (item, ts) in [(0u32, 1u64), (1, 2), (2, 3), (3, 16)] {
-            q.push_remote(Some(0), item, ts, Priority::Normal).unwrap();
+        // Iterations of processor 0 (its clock 10, 12, 14: each iteration
+        // at least two above the last), in each a push from outside, then
+        // two of its own (alternating between its lanes). Whatever lane
+        // each lands in, the pops follow the push order: a push from
+        // outside is stamped one below the owner's clock, between the
+        // owner's iterations.
+        let mut item = 0u32;
+        for now in [10, 12, 14] {
+            q.local[0].now.store(now, Ordering::Relaxed);
+            q.push_remote(Some(0), item, Priority::Normal).unwrap();
+            q.push_local(0, item + 1, Priority::Normal).unwrap();
+            item += 2;
         }
-        let order: Vec<u32> = (0..4).map(|_| q.pop(0, 100).unwrap().0).collect();
-        assert_eq!(order, [0, 1, 2, 3]);
+        let order: Vec<u32> = (0..6).map(|_| q.pop(0, 100).unwrap().0).collect();
+        assert_eq!(order, [0, 1, 2, 3, 4, 5]);
         assert!(q.pop(0, 100).is_none());
     }
 
@@ -1193,9 +1210,9 @@ mod tests {
     #[test]
     fn a_closed_queue_hands_pushes_back_and_drains_everything() {
         let q = queue(2, |_| 0);
-        q.push_remote(Some(1), 7, 1, Priority::Normal).unwrap();
+        q.push_remote(Some(1), 7, Priority::Normal).unwrap();
         q.close();
-        assert_eq!(q.push_remote(Some(0), 8, 2, Priority::Normal), Err(8));
+        assert_eq!(q.push_remote(Some(0), 8, Priority::Normal), Err(8));
         assert_eq!(q.drain(), [7]);
         assert!(!q.visible_beside_own_lanes(usize::MAX));
     }

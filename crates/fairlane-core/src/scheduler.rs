@@ -207,7 +207,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
             {
                 continue;
             }
-            self.queue.push_remote(Some(q), item, now, priority)?;
+            self.queue.push_remote(Some(q), item, priority)?;
             self.queue.local[q].kept.store(true, Ordering::Relaxed);
             self.idle.wake(q, &self.host);
             return Ok(());
@@ -300,7 +300,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     fn lane_woken(&self, p: usize, item: T) {
         let pushed = if self.is_removed(p) {
             self.queue
-                .push_remote(None, item, self.host.now(), Priority::Normal)
+                .push_remote(None, item, Priority::Normal)
                 .map(|filled| self.notify_after_push(filled))
         } else {
             self.push_local(p, item, Priority::Normal)
@@ -319,9 +319,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
         priority: Priority,
     ) -> Result<(), T> {
         let _guard = self.queue.resize_lock().read_remote();
-        let filled = self
-            .queue
-            .push_remote(preferred, item, self.host.now(), priority)?;
+        let filled = self.queue.push_remote(preferred, item, priority)?;
         self.notify_after_push(filled);
         Ok(())
     }
@@ -372,7 +370,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
                         .map(|id| id.index())
                 });
                 match target {
-                    Some(target) => (target, self.host.now()),
+                    Some(target) => (target, self.queue.outside_stamp(target)),
                     None => return Err(PushError::NoneAllowed(item)),
                 }
             }
@@ -494,14 +492,22 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     fn round(&self, p: usize, may_reuse_clock: bool, handing_over: bool) -> Round<T> {
         let local = &self.queue.local[p];
         bump(&local.counters.iterations);
+        // The iteration clock goes up by at least two every iteration (a
+        // reused reading plus two), so that a task this iteration pushes is
+        // stamped younger than every task queued before it, those pushed
+        // from outside included, which take the clock less one
+        // (`ReadyQueue::outside_stamp`, queue.md, "Time"). Two ticks are far
+        // below an iteration's length on any clock fine enough to schedule
+        // by, so the clock does not run ahead of the host's.
+        let last = local.now.load(Ordering::Relaxed);
         let now = if may_reuse_clock && !local.clock_countdown.tick(self.clock_period) {
-            local.now.load(Ordering::Relaxed)
+            last + 2
         } else {
-            let now = self.host.now();
-            local.now.store(now, Ordering::Relaxed);
+            let now = self.host.now().max(last + 2);
             self.queue.beat(p, now);
             now
         };
+        local.now.store(now, Ordering::Relaxed);
         if self.queue.resize_lock().writer_waiting() {
             // Step aside for a resize (resize.md).
             self.queue.resize_lock().exit(&local.reading);
@@ -863,7 +869,7 @@ mod tests {
             self.now.load(Ordering::Relaxed)
         }
         fn current_processor(&self) -> Option<usize> {
-            Some(self.at.load(Ordering::Relaxed))
+            Some(self.at.load(Ordering::Relaxed)).filter(|&p| p != OUTSIDE)
         }
         fn park(&self, _: usize) {}
         fn unpark(&self, _: usize) {
@@ -874,11 +880,18 @@ mod tests {
         }
     }
 
+    /// `HandHost::at` for a thread that is no processor.
+    const OUTSIDE: usize = usize::MAX;
+
     /// Two processors, the clock read at every iteration, `grow_after`
     /// 1,000 ticks.
     fn by_hand(watch: bool) -> Scheduler<u32, HandHost> {
-        let mut config = Config::new(2);
-        config.clock_period = 1;
+        by_hand_with(watch, 2, 1)
+    }
+
+    fn by_hand_with(watch: bool, processors: usize, clock_period: u32) -> Scheduler<u32, HandHost> {
+        let mut config = Config::new(processors);
+        config.clock_period = clock_period;
         config.grow_after = 1_000;
         let host = HandHost {
             now: AtomicU64::new(0),
@@ -958,6 +971,28 @@ mod tests {
             assert!(!sched.idle.is_asleep(1), "{case}: the sleeper wakes for it");
             assert_eq!(sched.act_as(1).next(1), Some(7), "{case}");
         }
+    }
+
+    /// A processor that keeps reusing one clock reading re-queues the task
+    /// it ran (a yield) while tasks pushed from outside, later in real time,
+    /// wait: the re-queued task goes behind them, so it never runs twice in
+    /// a row while others are ready (queue.md, "Time").
+    #[test]
+    fn a_requeued_task_goes_behind_tasks_pushed_from_outside_meanwhile() {
+        let sched = by_hand_with(false, 1, 1_000);
+        sched.host.now.store(10, Ordering::Relaxed);
+        sched.act_as(0).push_local(0, 0, Priority::Normal).unwrap();
+        assert_eq!(sched.next(0), Some(0));
+        // While task 0 runs, time passes and three tasks are pushed from
+        // another thread.
+        sched.host.now.store(1_000_000, Ordering::Relaxed);
+        for item in 1..=3 {
+            sched.act_as(OUTSIDE).push(item, Some(0)).unwrap();
+        }
+        // Task 0 yields: its processor re-queues it; then serves the lanes.
+        sched.act_as(0).push_local(0, 0, Priority::Normal).unwrap();
+        let order: Vec<u32> = (0..4).map(|_| sched.next(0).unwrap()).collect();
+        assert_eq!(order, [1, 2, 3, 0], "the yielding task ran again first");
     }
 
     #[test]

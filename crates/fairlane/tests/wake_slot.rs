@@ -139,7 +139,16 @@ fn a_yielding_task_never_runs_twice_in_a_row_beside_others() {
         let rt = fairlane::Runtime::builder().processors(1).build().unwrap();
         let order = Arc::new(Mutex::new(Vec::with_capacity(TASKS * ROUNDS)));
         let (release, gate) = std::sync::mpsc::channel::<()>();
-        let blocker = rt.spawn(async move { gate.recv().unwrap() });
+        let (started, blocking) = std::sync::mpsc::channel::<()>();
+        let blocker = rt.spawn(async move {
+            started.send(()).unwrap();
+            gate.recv().unwrap()
+        });
+        // The tasks are spawned from outside while the processor is inside
+        // the blocker's poll, its clock reading older than their spawns: a
+        // push from outside must still stamp them older than the yields
+        // that follow.
+        blocking.recv().unwrap();
         let handles: Vec<_> = (0..TASKS)
             .map(|i| {
                 let order = order.clone();
