@@ -32,6 +32,7 @@ common::on_both_backends!(
     fifty_sleeping_children_on_one_processor,
     try_wait_sees_the_exit,
     a_missing_program_is_not_found,
+    a_child_is_waited_for_in_another_runtime,
 );
 
 fn echo_output(backend: IoBackend) {
@@ -387,6 +388,29 @@ fn a_missing_program_is_not_found(backend: IoBackend) {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::NotFound);
     });
+}
+
+/// A child spawned in one runtime, which is then dropped, is waited for in
+/// another one (its pidfd moves to the waiting runtime's driver).
+fn a_child_is_waited_for_in_another_runtime(backend: IoBackend) {
+    let runtime = || {
+        fairlane::Runtime::builder()
+            .processors(1)
+            .io_backend(backend)
+            .build()
+            .unwrap()
+    };
+    for _ in 0..10 {
+        let mut child = runtime().block_on(async {
+            Command::new("true")
+                .stdin(Stdio::piped())
+                .stdout(Stdio::null())
+                .spawn()
+                .unwrap()
+        });
+        let status = runtime().block_on(child.wait()).unwrap();
+        assert!(status.success());
+    }
 }
 
 #[test]

@@ -105,6 +105,59 @@ fn sigterm_reaches_a_server_loop() {
     });
 }
 
+/// `ctrl_c()` listens from the call on, not from the future's first poll:
+/// a SIGINT sent right after the call is seen. Run in a child process of
+/// its own (this test binary, with `CTRL_C_CHILD` set), where SIGINT has no
+/// handler before the call, so a late installation lets SIGINT end it.
+#[test]
+fn ctrl_c_listens_from_the_call_on() {
+    if std::env::var_os("CTRL_C_CHILD").is_some() {
+        let rt = runtime(IoBackend::Fallback);
+        let ctrl_c = fairlane::signal::ctrl_c();
+        raise(libc::SIGINT);
+        rt.block_on(fairlane::time::timeout(Duration::from_secs(30), ctrl_c))
+            .expect("the SIGINT was not seen")
+            .unwrap();
+        return;
+    }
+    let status = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "ctrl_c_listens_from_the_call_on",
+            "--test-threads=1",
+        ])
+        .env("CTRL_C_CHILD", "1")
+        .status()
+        .unwrap();
+    assert!(status.success(), "the child test ended with {status}");
+}
+
+/// A delivery while no listener exists (one was made and dropped) reaches
+/// the next listener made, as tokio's does.
+#[test]
+fn a_delivery_with_no_listener_reaches_the_next_listener() {
+    let kind = SignalKind::from_raw(libc::SIGRTMIN() + 3);
+    drop(signal(kind).unwrap());
+    raise(libc::SIGRTMIN() + 3);
+    // Time for the signal thread to pass the delivery on while nobody
+    // listens (the case this test is about; if it has not yet, the new
+    // listener sees the delivery as any listener made before it would).
+    std::thread::sleep(Duration::from_millis(50));
+    let mut sig = signal(kind).unwrap();
+    let rt = runtime(IoBackend::Fallback);
+    rt.block_on(fairlane::time::timeout(Duration::from_secs(30), sig.recv()))
+        .expect("the delivery was lost");
+}
+
+/// Signals need no runtime: a listener made and awaited outside any
+/// fairlane runtime (here by futures-lite's `block_on`) gets its delivery.
+#[test]
+fn a_listener_works_outside_a_runtime() {
+    let mut sig = signal(SignalKind::from_raw(libc::SIGRTMIN() + 4)).unwrap();
+    raise(libc::SIGRTMIN() + 4);
+    assert_eq!(futures_lite::future::block_on(sig.recv()), Some(()));
+}
+
 #[test]
 fn ctrl_c_returns_on_sigint() {
     let rt = runtime(IoBackend::Fallback);

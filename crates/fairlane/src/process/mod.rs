@@ -63,6 +63,7 @@ use std::path::Path;
 use std::pin::Pin;
 use std::process::{ExitStatus, Output, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use crate::io::reactor::Direction;
@@ -728,6 +729,7 @@ impl ChildInner {
         if let Some(status) = self.status {
             return Poll::Ready(Ok(status));
         }
+        self.follow_current_runtime();
         let std = &mut self.std;
         let status = if let Some(pidfd) = &mut self.pidfd {
             // Readable once the process exited; reaping never blocks then.
@@ -752,6 +754,38 @@ impl ChildInner {
         };
         self.status = Some(status);
         Poll::Ready(Ok(status))
+    }
+}
+
+impl ChildInner {
+    /// A child may be waited for in another runtime than the one that
+    /// spawned it, which may be gone by then (as tokio's may): when the
+    /// caller runs in another runtime, the pidfd moves to that runtime's
+    /// I/O driver and blocking-pool waits to its pool. Outside any runtime
+    /// nothing moves.
+    fn follow_current_runtime(&mut self) {
+        let Ok(current) = Handle::try_current() else {
+            return;
+        };
+        if Arc::ptr_eq(current.io_driver(), self.handle.io_driver()) {
+            return;
+        }
+        if let Some(pidfd) = self.pidfd.take() {
+            // Cancels the wait in flight on the old driver first.
+            let fd = pidfd.into_fd();
+            self.pidfd = PollFd::with_driver(current.io_driver().clone(), fd)
+                .inspect_err(|e| {
+                    tracing::debug!(
+                        pid = self.std.id(),
+                        "pidfd not moved to this runtime ({e}): waiting on the blocking pool"
+                    );
+                })
+                .ok();
+        }
+        // A job on the old pool only waits (it does not reap): dropping
+        // its handle detaches it, and the next poll starts one here.
+        self.blocking_wait = None;
+        self.handle = current;
     }
 }
 

@@ -17,6 +17,15 @@
 //! none is missed: the pending mark is set before the byte is written, and
 //! the thread clears the mark before it reads the count's waiters.
 //!
+//! A delivery that finds no listener (after the handler was installed: one
+//! listened and was dropped) is kept for the next listener made, whose
+//! first `recv` returns at once, as tokio's does when its driver had not
+//! yet passed the delivery on.
+//!
+//! Listening needs no runtime: the handler and the signal thread are the
+//! process's, so a `Signal` made outside any runtime works, and its `recv`
+//! can be awaited by any executor (tokio's refuses outside its runtime).
+//!
 //! The signal thread is the same for every runtime and both I/O backends.
 //!
 //! # Example
@@ -41,7 +50,10 @@ use std::task::{Context, Poll, Waker};
 /// Waits for the next SIGINT (Ctrl-C in a terminal).
 ///
 /// The first call installs the handler, after which SIGINT no longer ends
-/// the process; deliveries before that are not seen.
+/// the process; deliveries before that are not seen. The handler is
+/// installed by the call itself, before the future is first polled, so a
+/// SIGINT sent right after `ctrl_c()` returned (from another task, which
+/// may run at once on another processor) is seen by the future.
 ///
 /// # Errors
 /// If the handler cannot be installed or the signal thread cannot start.
@@ -50,18 +62,21 @@ use std::task::{Context, Poll, Waker};
 /// ```
 /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// # rt.block_on(async {
-/// let mut ctrl_c = std::pin::pin!(fairlane::signal::ctrl_c());
-/// // The first poll installs the handler and starts listening.
-/// assert!(futures_lite::future::poll_once(ctrl_c.as_mut()).await.is_none());
+/// let ctrl_c = fairlane::signal::ctrl_c();
+/// // The call installed the handler: the signal is seen though the future
+/// // has not been polled yet.
 /// // SAFETY: raise has no preconditions; SIGINT is handled now.
 /// unsafe { libc::raise(libc::SIGINT) };
 /// ctrl_c.await?;
 /// # Ok::<(), std::io::Error>(()) })?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
-pub async fn ctrl_c() -> io::Result<()> {
-    unix::signal(unix::SignalKind::interrupt())?.recv().await;
-    Ok(())
+pub fn ctrl_c() -> impl std::future::Future<Output = io::Result<()>> + Send + 'static {
+    let listener = unix::signal(unix::SignalKind::interrupt());
+    async move {
+        listener?.recv().await;
+        Ok(())
+    }
 }
 
 /// Signal numbers go up to `SIGRTMAX`, at most 64 on Linux.
@@ -72,10 +87,11 @@ const SIGNALS: usize = 65;
 struct Slot {
     /// Set by the handler, cleared by the signal thread.
     pending: AtomicBool,
-    /// Deliveries the signal thread has passed on.
+    /// Deliveries the signal thread has passed on. Moved under `waiting`'s
+    /// lock (and read without it by listeners looking for a delivery).
     count: AtomicU64,
-    /// Tasks waiting for `count` to move.
-    waiters: Mutex<Vec<Waker>>,
+    /// Tasks waiting for `count` to move, and who listens.
+    waiting: Mutex<Waiting>,
     /// The handler is installed.
     installed: Mutex<bool>,
 }
@@ -95,7 +111,7 @@ fn globals() -> &'static Globals {
         slots: std::array::from_fn(|_| Slot {
             pending: AtomicBool::new(false),
             count: AtomicU64::new(0),
-            waiters: Mutex::new(Vec::new()),
+            waiting: Mutex::new(Waiting::default()),
             installed: Mutex::new(false),
         }),
         pipe_w: AtomicI32::new(-1),
@@ -151,8 +167,12 @@ fn dispatch(g: &'static Globals, read: OwnedFd) {
             // once its byte is. Cleared before the waiters are taken, so a
             // delivery after this point marks it again and writes a byte.
             if slot.pending.swap(false, Ordering::Acquire) {
-                slot.count.fetch_add(1, Ordering::Release);
-                let waiters = std::mem::take(&mut *lock(&slot.waiters));
+                let waiters = {
+                    let mut waiting = lock(&slot.waiting);
+                    slot.count.fetch_add(1, Ordering::Release);
+                    waiting.unheard = waiting.listeners == 0;
+                    std::mem::take(&mut waiting.wakers)
+                };
                 waiters.into_iter().for_each(Waker::wake);
             }
         }
@@ -207,6 +227,17 @@ fn listen(signum: i32) -> io::Result<&'static Slot> {
     Ok(slot)
 }
 
+/// A signal's waiting tasks and listeners, under its slot's lock.
+#[derive(Default)]
+struct Waiting {
+    wakers: Vec<Waker>,
+    /// Listeners that exist.
+    listeners: usize,
+    /// The last delivery found no listener: the next listener made takes it
+    /// as not yet seen.
+    unheard: bool,
+}
+
 /// A listener's view of one signal: the delivery count it has seen.
 struct Listener {
     slot: &'static Slot,
@@ -216,10 +247,11 @@ struct Listener {
 impl Listener {
     fn new(signum: i32) -> io::Result<Listener> {
         let slot = listen(signum)?;
-        Ok(Listener {
-            slot,
-            seen: slot.count.load(Ordering::Acquire),
-        })
+        let mut waiting = lock(&slot.waiting);
+        waiting.listeners += 1;
+        let count = slot.count.load(Ordering::Acquire);
+        let seen = count - u64::from(std::mem::take(&mut waiting.unheard));
+        Ok(Listener { slot, seen })
     }
 
     fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<()> {
@@ -227,7 +259,7 @@ impl Listener {
             return Poll::Ready(());
         }
         {
-            let mut waiters = lock(&self.slot.waiters);
+            let waiters = &mut lock(&self.slot.waiting).wakers;
             if !waiters.iter().any(|w| w.will_wake(cx.waker())) {
                 waiters.push(cx.waker().clone());
             }
@@ -249,5 +281,11 @@ impl Listener {
         } else {
             false
         }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        lock(&self.slot.waiting).listeners -= 1;
     }
 }
