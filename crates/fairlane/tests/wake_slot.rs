@@ -231,7 +231,7 @@ fn a_woken_task_is_not_left_behind_a_stuck_processor(yielders: usize) {
             rt.spawn(async move {
                 signal.set();
                 let start = Instant::now();
-                while !ran.load(Ordering::SeqCst) && start.elapsed() < STUCK_FOR {
+                while !ran.load(Ordering::SeqCst) && start.elapsed() < common::scaled(STUCK_FOR) {
                     std::hint::spin_loop();
                 }
                 ran.load(Ordering::SeqCst)

@@ -23,7 +23,20 @@ use std::time::Duration;
 /// task, would otherwise hang: generous, so that only a real hang trips it.
 pub const DEADLINE: Duration = Duration::from_secs(120);
 
-/// Runs `f` on its own thread and waits at most `deadline` for it. A panic in
+/// `deadline` times `FAIRLANE_TEST_SLOWDOWN` (a whole number, 1 if unset):
+/// under valgrind (`.ci/valgrind` sets it) everything runs tens of times
+/// slower, and a deadline that only a hang should reach must stretch with it.
+pub fn scaled(deadline: Duration) -> Duration {
+    let factor = std::env::var("FAIRLANE_TEST_SLOWDOWN")
+        .ok()
+        .and_then(|f| f.parse::<u32>().ok())
+        .unwrap_or(1)
+        .max(1);
+    deadline * factor
+}
+
+/// Runs `f` on its own thread and waits at most `deadline` (times the
+/// slowdown factor, see [`scaled`]) for it. A panic in
 /// `f` is re-raised here; a scenario still running at the deadline fails the
 /// test with `progress()` in the message (the thread is left behind: the test
 /// process is failing anyway).
@@ -40,6 +53,7 @@ where
             let _ = tx.send(panic::catch_unwind(AssertUnwindSafe(f)));
         })
         .expect("spawn the scenario thread");
+    let deadline = scaled(deadline);
     match rx.recv_timeout(deadline) {
         Ok(Ok(value)) => {
             scenario.join().expect("scenario thread exits");
@@ -58,11 +72,12 @@ where
 /// test after [`DEADLINE`]. Not a timing assertion: only a condition that
 /// never comes true trips it.
 pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + DEADLINE;
+    let limit = scaled(DEADLINE);
+    let deadline = std::time::Instant::now() + limit;
     while !done() {
         assert!(
             std::time::Instant::now() < deadline,
-            "still waiting for {what} after {DEADLINE:?}"
+            "still waiting for {what} after {limit:?}"
         );
         thread::sleep(Duration::from_micros(200));
     }
