@@ -1,0 +1,59 @@
+//! Aborting a task without owning it.
+
+use std::fmt;
+
+/// Aborts a task without owning it; see [`JoinHandle::abort_handle`](crate::JoinHandle::abort_handle).
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let handle = rt.spawn(std::future::pending::<()>());
+/// let abort = handle.abort_handle();
+/// abort.abort();
+/// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+/// assert!(abort.is_finished());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct AbortHandle {
+    pub(super) inner: fairlane_core::AbortHandle,
+}
+
+impl AbortHandle {
+    /// Aborts the task; see [`JoinHandle::abort`](crate::JoinHandle::abort).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort_handle().abort();
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+
+    /// Whether the task has finished.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(async { 1 });
+    /// let abort = handle.abort_handle();
+    /// assert_eq!(rt.block_on(handle).unwrap(), 1);
+    /// assert!(abort.is_finished());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+}
+
+impl fmt::Debug for AbortHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AbortHandle")
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}

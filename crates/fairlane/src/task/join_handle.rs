@@ -1,0 +1,103 @@
+//! Awaiting a task's output.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use super::error::Repr;
+use super::unwind::TaskOutput;
+use super::{AbortHandle, JoinError};
+
+/// An owned permission to await a task's output. Dropping it detaches the
+/// task, which runs on.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let handle = rt.spawn(async { "done" });
+/// assert_eq!(rt.block_on(handle).unwrap(), "done");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct JoinHandle<T> {
+    pub(super) inner: fairlane_core::TaskHandle<TaskOutput<T>, crate::host::StdHost>,
+    pub(super) name: Option<Arc<str>>,
+}
+
+impl<T> JoinHandle<T> {
+    /// Aborts the task: it is not polled again and its future is dropped. A
+    /// task that already completed keeps its output; awaiting an aborted one
+    /// gives a [`JoinError`] for which `is_cancelled()` holds (`is_panic()`
+    /// if the future panicked when dropped).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// handle.abort();
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn abort(&self) {
+        self.inner.abort();
+    }
+
+    /// Whether the task has finished: completed, panicked, or been aborted.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// assert!(!handle.is_finished());
+    /// handle.abort();
+    /// while !handle.is_finished() { std::thread::yield_now(); }
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn is_finished(&self) -> bool {
+        self.inner.is_finished()
+    }
+
+    /// A handle that can abort the task from anywhere, without owning it.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(std::future::pending::<()>());
+    /// let abort = handle.abort_handle();
+    /// std::thread::spawn(move || abort.abort()).join().unwrap();
+    /// assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn abort_handle(&self) -> AbortHandle {
+        AbortHandle {
+            inner: self.inner.abort_handle(),
+        }
+    }
+}
+
+impl<T> Future for JoinHandle<T> {
+    type Output = Result<T, JoinError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
+        Poll::Ready(match out.map(TaskOutput::into_inner) {
+            Some(Ok(value)) => Ok(value),
+            Some(Err(panic)) => Err(JoinError::panic(panic, self.name.clone())),
+            None => Err(JoinError {
+                repr: Repr::Cancelled,
+                name: self.name.clone(),
+            }),
+        })
+    }
+}
+
+impl<T> fmt::Debug for JoinHandle<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("JoinHandle")
+            .field("name", &self.name)
+            .field("finished", &self.is_finished())
+            .finish()
+    }
+}
