@@ -254,7 +254,7 @@ impl OpenOptions {
                 .custom_flags(self.custom_flags);
             blocking(move || std_options.open(super::c_path(&c))).await?
         };
-        Ok(File::new(file, driver))
+        Ok(File::from_std(file))
     }
 }
 
