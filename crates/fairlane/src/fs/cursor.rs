@@ -17,7 +17,7 @@
 //!   `flush` waits for it. A write first moves the offset back over unread
 //!   read-ahead, so that bytes land where the caller's position is;
 //! - a seek runs `lseek` on the blocking pool (after moving back over
-//!   read-ahead, for a relative seek by folding it into the offset).
+//!   read-ahead).
 //!
 //! The task survives the [`File`](super::File): a dropped file's pending
 //! write still completes. With io_uring, reads and writes are ring
@@ -401,6 +401,11 @@ impl Cursor {
         self.last_write_err.take()
     }
 
+    /// How many bytes were read ahead (idle state only).
+    pub(super) fn read_ahead(&mut self) -> u64 {
+        self.idle_buf().unread() as u64
+    }
+
     /// Drops the read-ahead (idle state only); how many bytes the offset
     /// is past the caller's position.
     pub(super) fn discard_read_ahead(&mut self) -> u64 {
@@ -440,18 +445,10 @@ impl Cursor {
             ));
         };
         let rt = current()?;
-        let mut rewind = buf.discard();
-        let mut to = to;
-        if let SeekFrom::Current(offset) = &mut to {
-            // Fold the read-ahead into a relative seek where it fits.
-            if let Some(folded) = i64::try_from(rewind)
-                .ok()
-                .and_then(|back| offset.checked_sub(back))
-            {
-                *offset = folded;
-                rewind = 0;
-            }
-        }
+        // Moving back over the read-ahead is a step of its own (not folded
+        // into a relative seek), so that a seek that fails leaves the
+        // offset at the caller's position.
+        let rewind = buf.discard();
         let buf = std::mem::take(buf);
         self.start(&rt, file, Job::Seek { rewind, to }, buf);
         Ok(())

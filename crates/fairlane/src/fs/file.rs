@@ -288,7 +288,9 @@ impl File {
     /// A second handle to the same open file (`dup`): it shares the cursor
     /// (the kernel's file offset) but not the internal buffer, and gets
     /// this one's [`max_buf_size`](Self::max_buf_size). Waits for the
-    /// operation in flight first.
+    /// operation in flight first, and moves the cursor back over bytes read
+    /// ahead (where the file allows: not a pipe's), so that the clone
+    /// starts where this file's reader is.
     ///
     /// # Example
     /// ```
@@ -298,6 +300,13 @@ impl File {
     /// ```
     pub async fn try_clone(&self) -> io::Result<File> {
         let _turn = self.settled_turn().await;
+        // Where the file cannot move back (a pipe), the read-ahead stays
+        // this file's.
+        let mut cursor = self.cursor();
+        if rw::rewind(&self.std, cursor.read_ahead()).is_ok() {
+            cursor.discard_read_ahead();
+        }
+        drop(cursor);
         let mut file = File::from_std(self.std.try_clone()?);
         file.max_buf_size = self.max_buf_size;
         Ok(file)
