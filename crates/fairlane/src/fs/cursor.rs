@@ -12,9 +12,9 @@
 //!   the next read;
 //! - a write copies up to `max_buf_size` bytes into [`Buf`] and reports
 //!   them written at once; the operation writes them all in the
-//!   background, and its error, if any, is returned by the next write or
-//!   flush (or read, seek: it is kept until a write or flush takes it);
-//!   `flush` waits for it. A write first moves the offset back over unread
+//!   background, and its error, if any, is kept for the next write, flush,
+//!   `sync_all`/`sync_data` or owned-buffer write (a read or seek meanwhile
+//!   leaves it there); `flush` waits for the operation. A write first moves the offset back over unread
 //!   read-ahead, so that bytes land where the caller's position is;
 //! - a seek runs `lseek` on the blocking pool (after moving back over
 //!   read-ahead).

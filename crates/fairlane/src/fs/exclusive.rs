@@ -10,8 +10,9 @@ use std::future::poll_fn;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Poll, Waker};
 
-/// A fair-enough asynchronous lock with no data: whoever holds the guard
-/// has the turn.
+/// An asynchronous lock with no data: whoever holds the [`Turn`] has the
+/// turn. Not first-come first-served: every waiter is woken when the turn
+/// is given back, and whichever polls first takes it.
 #[derive(Default)]
 pub(super) struct Exclusive {
     state: Mutex<State>,

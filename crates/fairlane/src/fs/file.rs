@@ -343,7 +343,8 @@ impl File {
 
     /// The standard file, at once, if no operation is in flight or holds
     /// it; else the file back. Bytes read ahead are given back to the
-    /// cursor, as by [`into_std`](Self::into_std).
+    /// cursor, and an error left by a background write is dropped, as by
+    /// [`into_std`](Self::into_std).
     ///
     /// # Errors
     /// `Err(self)` while an operation is in flight.
