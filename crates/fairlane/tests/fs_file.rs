@@ -68,6 +68,7 @@ common::on_both_backends!(
     shared_file_calls_take_turns,
     max_buf_size_bounds_each_operation,
     conversions_to_and_from_std,
+    open_options_from_std,
     other_methods,
 );
 
@@ -538,6 +539,31 @@ fn conversions_to_and_from_std(backend: IoBackend) {
         let std_file = file.into_std().await;
         assert_eq!(std::fs::read(&*path).unwrap(), b"written");
         assert!(std_file.as_raw_fd() >= 0);
+    });
+}
+
+/// Options made from std's open as std's would, setters applied after
+/// included, with std's errors.
+fn open_options_from_std(backend: IoBackend) {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let rt = common::backend_runtime(backend, 2);
+    let path = Scratch::new("std-options", backend);
+    rt.block_on(async {
+        let mut std_options = std::fs::OpenOptions::new();
+        std_options.write(true).create_new(true).mode(0o600);
+        let options = OpenOptions::from(std_options);
+        let file = options.open(&*path).await.unwrap();
+        file.write_all_owned("std").await.0.unwrap();
+        let mode = std::fs::metadata(&*path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o077, 0, "no bits for others than the owner");
+        let err = options.open(&*path).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::AlreadyExists);
+        let mut options = OpenOptions::from(std::fs::OpenOptions::new());
+        let err = options.open(&*path).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "no access mode");
+        let file = options.read(true).open(&*path).await.unwrap();
+        let (n, buf) = file.read_to_end_owned(Vec::new()).await;
+        assert_eq!((n.unwrap(), &buf[..]), (3, &b"std"[..]));
     });
 }
 

@@ -25,7 +25,7 @@
 //!
 //! | operation | io_uring opcode | kernel |
 //! |---|---|---|
-//! | [`OpenOptions::open`], [`File::open`], [`File::create`] | `OPENAT` | always |
+//! | [`OpenOptions::open`] (not of options made from std's), [`File::open`], [`File::create`] | `OPENAT` | always |
 //! | [`File`]'s `AsyncRead`, [`File::read_owned`], [`File::read_at`], [`File::read_to_end_owned`] | `READ` | always |
 //! | [`read`], [`read_to_string`] | `OPENAT`, `STATX` (the size), `READ` | always |
 //! | [`File`]'s `AsyncWrite`, [`File::write_owned`], [`File::write_all_owned`], [`File::write_at`], [`write`](fn@write), [`write_owned`] | `WRITE` | always |
