@@ -7,15 +7,16 @@
 //! flight, as a task of its own (a [`JoinHandle`]), and it hands back the
 //! file's one buffer [`Buf`] with its result:
 //!
-//! - a read asks for up to `min(caller's room, max_buf_size)` bytes; what
-//!   the caller's buffer does not take stays in [`Buf`] as read-ahead, for
-//!   the next read;
+//! - a read asks for up to `min(caller's room, max_buf_size)` bytes; the
+//!   bytes of a read whose caller went away before it finished stay in
+//!   [`Buf`] as read-ahead, for the next read;
 //! - a write copies up to `max_buf_size` bytes into [`Buf`] and reports
 //!   them written at once; the operation writes them all in the
-//!   background, and its error, if any, is kept for the next write, flush,
-//!   `sync_all`/`sync_data` or owned-buffer write (a read or seek meanwhile
-//!   leaves it there); `flush` waits for the operation. A write first moves the offset back over unread
-//!   read-ahead, so that bytes land where the caller's position is;
+//!   background, and its error, if any, is kept for the next write,
+//!   flush, `sync_all`/`sync_data` or owned-buffer write (a read or seek
+//!   meanwhile leaves it there); `flush` waits for the operation. A write
+//!   first moves the offset back over unread read-ahead, so that its bytes
+//!   land at the caller's position;
 //! - a seek runs `lseek` on the blocking pool (after moving back over
 //!   read-ahead).
 //!

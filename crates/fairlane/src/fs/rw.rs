@@ -25,7 +25,9 @@ pub(super) enum At {
 }
 
 impl At {
-    /// The io_uring offset: `-1` (all ones) is "the file offset".
+    /// The io_uring offset: `-1` (all ones) is "the file offset"
+    /// (`IORING_FEAT_RW_CUR_POS`, Linux 5.6, which the opcodes the io_uring
+    /// backend requires imply).
     fn ring_offset(self) -> u64 {
         match self {
             At::Pos(pos) => pos,
