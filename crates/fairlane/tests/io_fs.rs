@@ -36,6 +36,12 @@ fn small_round_trip(backend: IoBackend) {
     let rt = runtime(backend);
     let path = temp_path("small");
     rt.block_on(async {
+        // Borrowed bytes (copied), and an owned buffer (not copied).
+        let local = String::from("borrowed");
+        fs::write(&path, &local[..]).await.unwrap();
+        assert_eq!(fs::read(&path).await.unwrap(), b"borrowed");
+        fs::write_owned(&path, b"owned".to_vec()).await.unwrap();
+        assert_eq!(fs::read(&path).await.unwrap(), b"owned");
         fs::write(&path, "hello, files").await.unwrap();
         assert_eq!(fs::read(&path).await.unwrap(), b"hello, files");
         let file = File::open(&path).await.unwrap();
@@ -148,6 +154,12 @@ fn error_cases(backend: IoBackend) {
         let file = File::open(&path).await.unwrap();
         let (r, _) = file.write_at(b"y".to_vec(), 0).await;
         assert_eq!(r.unwrap_err().raw_os_error(), Some(libc::EBADF));
+        // Positions from 2^63 on are bad input, on both backends (io_uring
+        // would take all ones for "at the cursor").
+        let (r, _) = file.read_at(Vec::with_capacity(4), u64::MAX).await;
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::InvalidInput);
+        let (r, _) = file.write_all_at(b"y".to_vec(), 1 << 63).await;
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::InvalidInput);
         let err = OpenOptions::new()
             .write(true)
             .create_new(true)

@@ -1,56 +1,79 @@
-//! [`File`]: an open file, read and written with owned buffers.
+//! [`File`]: an open file with the shape of `tokio::fs::File`: opened with
+//! [`File::open`], [`File::create`] or [`OpenOptions`], read, written and
+//! sought through the I/O traits (internal buffer, background operations:
+//! see the [`cursor`](super::cursor) module), and converted to and from
+//! [`std::fs::File`]. The owned-buffer methods are in `file_owned`, the
+//! trait implementations in `file_io`.
 
-use std::ffi::CString;
+use std::fs::{File as StdFile, Metadata, Permissions};
+use std::future::poll_fn;
 use std::io;
-use std::os::fd::{AsRawFd, RawFd};
-use std::os::unix::fs::FileExt;
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::SystemTime;
 
 use io_uring::{opcode, types};
 
-use super::{blocking, on_pool, OpenOptions};
-use crate::io::driver::Driver;
-use crate::io::{submit_and_wait, IoBackend, IoBuf, IoBufMut};
+use super::cursor::{Cursor, Operation, DEFAULT_MAX_BUF_SIZE};
+use super::exclusive::{Exclusive, Turn};
+use super::{blocking, rw, FileTimes, OpenOptions};
+use crate::io::{current_driver, submit_and_wait, IoBackend};
 
-/// An open file.
+/// An open file, as `tokio::fs::File`.
+///
+/// It implements tokio's `AsyncRead`, `AsyncWrite` and `AsyncSeek` (with
+/// the `tokio-io` feature) and futures-io's, with tokio's semantics: reads
+/// and writes go through an internal buffer of at most
+/// [`max_buf_size`](Self::max_buf_size) bytes, a write is reported done
+/// once its bytes are in that buffer and is carried out in the background
+/// (with io_uring, as ring operations; otherwise on the blocking pool), so
+/// **call `flush` (or `shutdown`) to wait for it and see its error**. The
+/// error of a background write comes back from the next write or flush. A
+/// file dropped with a write in flight still completes it (while the
+/// runtime runs).
+///
+/// The owned-buffer methods are completion-based, with no internal buffer:
+/// [`read_owned`](Self::read_owned), [`write_owned`](Self::write_owned),
+/// [`write_all_owned`](Self::write_all_owned) and
+/// [`read_to_end_owned`](Self::read_to_end_owned) at the cursor, and
+/// [`read_at`](Self::read_at), [`write_at`](Self::write_at) and
+/// [`write_all_at`](Self::write_all_at) at a position (no cursor).
 ///
 /// # Example
 /// ```
 /// use fairlane::fs::File;
+/// use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
+///
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// let path = std::env::temp_dir().join(format!("fairlane-file-doc-{}", std::process::id()));
 /// rt.block_on(async {
-///     let file = File::create(&path).await?;
-///     file.write_at(b"world".to_vec(), 6).await.0?;
-///     file.write_at(b"hello ".to_vec(), 0).await.0?;
-///     file.sync_all().await?;
-///     let file = File::open(&path).await?;
-///     let (n, buf) = file.read_at(Vec::with_capacity(64), 0).await;
-///     assert_eq!(&buf[..n?], b"hello world");
-///     assert_eq!(file.metadata().await?.len(), 11);
+///     let mut file = File::options().read(true).write(true).create(true).open(&path).await?;
+///     file.write_all(b"hello world").await?;
+///     file.flush().await?;
+///     file.rewind().await?;
+///     let mut text = String::new();
+///     file.read_to_string(&mut text).await?;
+///     assert_eq!(text, "hello world");
+///     // The owned-buffer forms: no copy into an internal buffer.
+///     let (n, buf) = file.read_at(Vec::with_capacity(5), 6).await;
+///     assert_eq!(&buf[..n?], b"world");
 ///     fairlane::fs::remove_file(&path).await
 /// })?;
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct File {
-    std: Arc<std::fs::File>,
-    driver: Arc<Driver>,
-    cursor: AtomicU64,
+    pub(super) std: Arc<StdFile>,
+    cursor: Mutex<Cursor>,
+    turn: Exclusive,
+    max_buf_size: usize,
 }
 
 impl File {
-    /// An opened file, its cursor at the start.
-    pub(super) fn new(std: std::fs::File, driver: Arc<Driver>) -> File {
-        File {
-            std: Arc::new(std),
-            driver,
-            cursor: AtomicU64::new(0),
-        }
-    }
-
     /// Opens `path` for reading.
+    ///
+    /// # Errors
+    /// As [`OpenOptions::open`]: `NotFound`, `PermissionDenied`, ...
     ///
     /// # Example
     /// ```
@@ -64,6 +87,9 @@ impl File {
     }
 
     /// Creates (or truncates) `path` for writing.
+    ///
+    /// # Errors
+    /// As [`OpenOptions::open`].
     ///
     /// # Example
     /// See [`File`].
@@ -79,260 +105,410 @@ impl File {
             .await
     }
 
-    fn uring(&self) -> bool {
-        self.driver.backend() == IoBackend::IoUring
-    }
-
-    /// Reads into `buf` (from its start, up to its capacity) from file
-    /// position `pos`. `Ok(0)` at the end of the file; a buffer without
-    /// room (zero capacity) also reads `Ok(0)`, at once, which looks the
-    /// same as the end of the file (as with tokio), so give it capacity.
+    /// Creates `path` for reading and writing; `AlreadyExists` if it
+    /// exists (checked and created in one step by the kernel).
     ///
     /// # Example
-    /// See [`File`].
     /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<Vec<u8>> {
-    ///     let (n, buf) = file.read_at(Vec::with_capacity(4096), 0).await;
-    ///     n.map(|_| buf)
-    /// }
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let path = std::env::temp_dir().join(format!("fairlane-create-new-doc-{}", std::process::id()));
+    /// rt.block_on(async {
+    ///     let _file = fairlane::fs::File::create_new(&path).await?;
+    ///     let err = fairlane::fs::File::create_new(&path).await.unwrap_err();
+    ///     assert_eq!(err.kind(), std::io::ErrorKind::AlreadyExists);
+    ///     fairlane::fs::remove_file(&path).await
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn read_at<B: IoBufMut>(&self, mut buf: B, pos: u64) -> (io::Result<usize>, B) {
-        let result = if self.uring() {
-            let fd = self.std.as_raw_fd();
-            let (r, b) = submit_and_wait(&self.driver, buf, |b| {
-                let len = b.bytes_total().min(u32::MAX as usize) as u32;
-                opcode::Read::new(types::Fd(fd), b.stable_mut_ptr(), len)
-                    .offset(pos)
-                    .build()
-            })
-            .await;
-            buf = b;
-            r
-        } else {
-            let file = self.std.clone();
-            let (r, b) = on_pool(buf, move |buf| {
-                let offset = libc::off64_t::try_from(pos).map_err(|_| {
-                    io::Error::new(
-                        io::ErrorKind::InvalidInput,
-                        "a file position must be below 2^63",
-                    )
-                })?;
-                // The kernel writes into the raw pointer: the bytes past
-                // `bytes_init` may be uninitialised, so no `&mut [u8]` is
-                // made over them.
-                let ptr = buf.stable_mut_ptr();
-                let len = buf.bytes_total();
-                // SAFETY: `ptr .. ptr + len` is `buf`'s writable memory
-                // (initialised or not), which `buf` keeps alive across the
-                // call; the file descriptor is owned by `file`, alive here.
-                let n = unsafe { libc::pread64(file.as_raw_fd(), ptr.cast(), len, offset) };
-                if n < 0 {
-                    Err(io::Error::last_os_error())
-                } else {
-                    Ok(n as usize)
-                }
-            })
-            .await;
-            buf = b;
-            r
-        };
-        if let Ok(n) = result {
-            // SAFETY: the kernel wrote `n` bytes from the buffer's start.
-            unsafe { buf.set_init(n) };
-        }
-        (result, buf)
-    }
-
-    /// Writes some of `buf`'s bytes at file position `pos`; how many is the
-    /// result.
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<usize> {
-    ///     file.write_at(b"data".to_vec(), 0).await.0
-    /// }
-    /// ```
-    pub async fn write_at<B: IoBuf>(&self, buf: B, pos: u64) -> (io::Result<usize>, B) {
-        self.write_range(buf, 0, pos).await
-    }
-
-    /// Writes `buf[start..]` at `pos`.
-    async fn write_range<B: IoBuf>(
-        &self,
-        buf: B,
-        start: usize,
-        pos: u64,
-    ) -> (io::Result<usize>, B) {
-        let start = start.min(buf.bytes_init());
-        if self.uring() {
-            let fd = self.std.as_raw_fd();
-            submit_and_wait(&self.driver, buf, |b| {
-                let len = (b.bytes_init() - start).min(u32::MAX as usize) as u32;
-                // SAFETY: `start <= bytes_init`: inside the buffer.
-                let ptr = unsafe { b.stable_ptr().add(start) };
-                opcode::Write::new(types::Fd(fd), ptr, len)
-                    .offset(pos)
-                    .build()
-            })
+    pub async fn create_new<P: AsRef<Path>>(path: P) -> io::Result<File> {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(path)
             .await
-        } else {
-            let file = self.std.clone();
-            on_pool(buf, move |buf| {
-                file.write_at(&crate::io::init_slice(buf)[start..], pos)
-            })
-            .await
+    }
+
+    /// A new [`OpenOptions`], as [`OpenOptions::new`].
+    ///
+    /// # Example
+    /// ```
+    /// async fn f() -> std::io::Result<fairlane::fs::File> {
+    ///     fairlane::fs::File::options().append(true).open("log.txt").await
+    /// }
+    /// ```
+    #[must_use]
+    pub fn options() -> OpenOptions {
+        OpenOptions::new()
+    }
+
+    /// Wraps a standard file. Needs no runtime: the operations do, when
+    /// they run. The cursor is the standard file's.
+    ///
+    /// # Example
+    /// ```
+    /// let std_file = std::fs::File::open("/proc/self/stat")?;
+    /// let file = fairlane::fs::File::from_std(std_file);
+    /// # drop(file);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn from_std(std: StdFile) -> File {
+        File {
+            std: Arc::new(std),
+            cursor: Mutex::new(Cursor::new()),
+            turn: Exclusive::default(),
+            max_buf_size: DEFAULT_MAX_BUF_SIZE,
         }
     }
 
-    /// Writes all of `buf`'s bytes at `pos`.
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> {
-    ///     file.write_all_at(vec![0u8; 1 << 20], 4096).await.0
-    /// }
-    /// ```
-    pub async fn write_all_at<B: IoBuf>(&self, buf: B, pos: u64) -> (io::Result<()>, B) {
-        crate::io::write_all_with(buf, |buf, done| {
-            self.write_range(buf, done, pos + done as u64)
-        })
-        .await
+    /// The cursor state, locked for one step (never across an `.await`).
+    /// The steps do not panic while holding it (short of running out of
+    /// memory), so a poisoned lock carries no broken invariant.
+    pub(super) fn cursor(&self) -> MutexGuard<'_, Cursor> {
+        self.cursor.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Writes all of `buf`'s bytes at the cursor and advances it.
-    ///
-    /// # Errors
-    /// The operating system's error, e.g. `StorageFull` (`ENOSPC`) on a full
-    /// disk, `BadFileDescriptor`-class `EBADF` for a file opened read-only.
-    ///
-    /// # Example
-    /// See [`OpenOptions`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> {
-    ///     file.write_all_owned("line\n").await.0
-    /// }
-    /// ```
-    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
-        let pos = self.cursor.load(Ordering::Relaxed);
-        let len = buf.bytes_init() as u64;
-        let (r, buf) = self.write_all_at(buf, pos).await;
-        if r.is_ok() {
-            self.cursor.store(pos + len, Ordering::Relaxed);
+    /// The cursor state, through `&mut self` (the I/O traits).
+    pub(super) fn cursor_mut(&mut self) -> (&mut Cursor, &Arc<StdFile>, usize) {
+        let cursor = self.cursor.get_mut().unwrap_or_else(|e| e.into_inner());
+        (cursor, &self.std, self.max_buf_size)
+    }
+
+    /// The turn of a `&self` method, once the operation in flight (if any)
+    /// finished; a write error it left is kept for the next write or flush.
+    pub(super) async fn settled_turn(&self) -> Turn<'_> {
+        let turn = self.turn.turn().await;
+        poll_fn(|cx| self.cursor().poll_settle(cx)).await;
+        turn
+    }
+
+    /// `fsync` (`fdatasync` if `data_only`): an io_uring `FSYNC` or on the
+    /// blocking pool. First waits for the background write; its error is
+    /// returned instead.
+    async fn fsync(&self, data_only: bool) -> io::Result<()> {
+        let _turn = self.settled_turn().await;
+        if let Some(e) = self.cursor().take_write_error() {
+            return Err(e);
         }
-        (r, buf)
-    }
-
-    /// Reads from the cursor to the end of the file, appending to `buf`;
-    /// the count read. Advances the cursor.
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<Vec<u8>> {
-    ///     let (n, buf) = file.read_to_end_owned(Vec::new()).await;
-    ///     n.map(|_| buf)
-    /// }
-    /// ```
-    pub async fn read_to_end_owned(&self, mut buf: Vec<u8>) -> (io::Result<usize>, Vec<u8>) {
-        let start = buf.len();
-        let mut pos = self.cursor.load(Ordering::Relaxed);
-        let mut chunk: Vec<u8> = Vec::with_capacity(64 * 1024);
-        loop {
-            chunk.clear();
-            let (r, c) = self.read_at(chunk, pos).await;
-            chunk = c;
-            match r {
-                Ok(0) => break,
-                Ok(n) => {
-                    buf.extend_from_slice(&chunk[..n]);
-                    pos += n as u64;
-                    // Grow the chunk for large files: fewer operations.
-                    if n == chunk.capacity() && chunk.capacity() < 4 << 20 {
-                        chunk.reserve(chunk.capacity() * 2);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => {
-                    self.cursor.store(pos, Ordering::Relaxed);
-                    return (Err(e), buf);
-                }
-            }
-        }
-        self.cursor.store(pos, Ordering::Relaxed);
-        let n = buf.len() - start;
-        (Ok(n), buf)
-    }
-
-    /// Flushes data and metadata to the device (`fsync`).
-    ///
-    /// # Example
-    /// See [`File`].
-    /// ```
-    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> { file.sync_all().await }
-    /// ```
-    pub async fn sync_all(&self) -> io::Result<()> {
-        if self.uring() {
+        let driver = current_driver()?;
+        if driver.backend() == IoBackend::IoUring {
             let fd = self.std.as_raw_fd();
-            submit_and_wait(&self.driver, (), |_| {
-                opcode::Fsync::new(types::Fd(fd)).build()
+            let flags = if data_only {
+                types::FsyncFlags::DATASYNC
+            } else {
+                types::FsyncFlags::empty()
+            };
+            submit_and_wait(&driver, self.std.clone(), |_| {
+                opcode::Fsync::new(types::Fd(fd)).flags(flags).build()
             })
             .await
             .0
             .map(drop)
         } else {
             let file = self.std.clone();
-            blocking(move || file.sync_all()).await
+            blocking(move || {
+                if data_only {
+                    file.sync_data()
+                } else {
+                    file.sync_all()
+                }
+            })
+            .await
         }
     }
 
-    /// The file's size, to size a buffer by: with io_uring a `STATX` ring
-    /// operation (no [`std::fs::Metadata`] is needed), else
-    /// [`metadata`](Self::metadata) on the pool. `None` if it is unknown.
-    pub(super) async fn size_hint(&self) -> Option<u64> {
-        if !self.uring() {
-            return self.metadata().await.ok().map(|m| m.len());
-        }
-        let fd = self.std.as_raw_fd();
-        // The kernel writes the buffer and reads the (empty) path: both
-        // are heap memory owned by the operation.
-        // SAFETY: `statx` is plain integers, for which zero is valid.
-        let buf: Box<libc::statx> = Box::new(unsafe { std::mem::zeroed() });
-        let data = (CString::default(), buf);
-        let (r, (_, buf)) = submit_and_wait(&self.driver, data, |(path, buf)| {
-            let buf: *mut libc::statx = &mut **buf;
-            opcode::Statx::new(types::Fd(fd), path.as_ptr(), buf.cast())
-                .flags(libc::AT_EMPTY_PATH)
-                .mask(libc::STATX_SIZE)
-                .build()
-        })
-        .await;
-        r.ok()?;
-        (buf.stx_mask & libc::STATX_SIZE != 0).then_some(buf.stx_size)
-    }
-
-    /// The file's metadata (on the blocking pool in both backends).
+    /// Flushes data and metadata to the device (`fsync`), after the
+    /// background write (whose error, if any, is returned instead).
     ///
     /// # Example
-    /// See [`File`].
+    /// ```
+    /// use tokio::io::AsyncWriteExt;
+    /// async fn f(mut file: fairlane::fs::File) -> std::io::Result<()> {
+    ///     file.write_all(b"durable").await?;
+    ///     file.sync_all().await
+    /// }
+    /// ```
+    pub async fn sync_all(&self) -> io::Result<()> {
+        self.fsync(false).await
+    }
+
+    /// As [`sync_all`](Self::sync_all) without the metadata that reading
+    /// the data back does not need (`fdatasync`).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> { file.sync_data().await }
+    /// ```
+    pub async fn sync_data(&self) -> io::Result<()> {
+        self.fsync(true).await
+    }
+
+    /// Truncates or extends (with zeros) the file to `size` bytes. The
+    /// cursor stays where it is (past the end, if the file got shorter).
+    ///
+    /// # Errors
+    /// `InvalidInput` for a file not open for writing, ...
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let path = std::env::temp_dir().join(format!("fairlane-set-len-doc-{}", std::process::id()));
+    /// rt.block_on(async {
+    ///     let file = fairlane::fs::File::create(&path).await?;
+    ///     file.set_len(10).await?;
+    ///     assert_eq!(file.metadata().await?.len(), 10);
+    ///     fairlane::fs::remove_file(&path).await
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn set_len(&self, size: u64) -> io::Result<()> {
+        let _turn = self.settled_turn().await;
+        // A background operation of its own: a dropped call leaves the
+        // cursor state consistent.
+        self.cursor().start_set_len(&self.std, size)?;
+        match poll_fn(|cx| self.cursor().poll_own(cx)).await? {
+            Operation::SetLen(result) => result,
+            _ => Err(io::Error::other(
+                "a file operation's result was taken by another call",
+            )),
+        }
+    }
+
+    /// The file's metadata (on the blocking pool).
+    ///
+    /// # Example
     /// ```
     /// async fn f(file: &fairlane::fs::File) -> std::io::Result<u64> { Ok(file.metadata().await?.len()) }
     /// ```
-    pub async fn metadata(&self) -> io::Result<std::fs::Metadata> {
+    pub async fn metadata(&self) -> io::Result<Metadata> {
         let file = self.std.clone();
         blocking(move || file.metadata()).await
     }
+
+    /// A second handle to the same open file (`dup`): it shares the cursor
+    /// (the kernel's file offset) but not the internal buffer, and gets
+    /// this one's [`max_buf_size`](Self::max_buf_size). Waits for the
+    /// operation in flight first, and moves the cursor back over bytes read
+    /// ahead (where the file allows: not a pipe's), so that the clone
+    /// starts where this file's reader is.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<fairlane::fs::File> {
+    ///     file.try_clone().await
+    /// }
+    /// ```
+    pub async fn try_clone(&self) -> io::Result<File> {
+        let _turn = self.settled_turn().await;
+        // Where the file cannot move back (a pipe), the read-ahead stays
+        // this file's.
+        let mut cursor = self.cursor();
+        if rw::rewind(&self.std, cursor.read_ahead()).is_ok() {
+            cursor.discard_read_ahead();
+        }
+        drop(cursor);
+        let mut file = File::from_std(self.std.try_clone()?);
+        file.max_buf_size = self.max_buf_size;
+        Ok(file)
+    }
+
+    /// Waits for the operation in flight, moves the cursor back over bytes
+    /// read ahead (where the file allows: not a pipe's), and hands back the
+    /// standard file. An error left by a background write is dropped: call
+    /// `flush` first to see it.
+    ///
+    /// # Panics
+    /// Only if an operation whose future was dropped (a
+    /// [`read_at`](Self::read_at), a [`metadata`](Self::metadata)) still
+    /// holds the file and duplicating its descriptor fails (no descriptors
+    /// left).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(file: fairlane::fs::File) -> std::fs::File { file.into_std().await }
+    /// ```
+    pub async fn into_std(mut self) -> StdFile {
+        let cursor = self.cursor.get_mut().unwrap_or_else(|e| e.into_inner());
+        poll_fn(|cx| cursor.poll_settle(cx)).await;
+        // Moving back is best effort: the bytes cannot be un-read from a
+        // pipe.
+        let _ = rw::rewind(&self.std, cursor.discard_read_ahead());
+        match Arc::try_unwrap(self.std) {
+            Ok(file) => file,
+            Err(shared) => shared
+                .try_clone()
+                .expect("fairlane::fs::File::into_std: duplicating the shared descriptor failed"),
+        }
+    }
+
+    /// The standard file, at once, if no operation is in flight or holds
+    /// it; else the file back. Bytes read ahead are given back to the
+    /// cursor, and an error left by a background write is dropped, as by
+    /// [`into_std`](Self::into_std).
+    ///
+    /// # Errors
+    /// `Err(self)` while an operation is in flight.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let file = rt.block_on(fairlane::fs::File::open("/proc/self/stat"))?;
+    /// let std_file: std::fs::File = file.try_into_std().expect("nothing in flight");
+    /// # drop(std_file);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[allow(clippy::result_large_err)]
+    pub fn try_into_std(mut self) -> Result<StdFile, File> {
+        let cursor = self.cursor.get_mut().unwrap_or_else(|e| e.into_inner());
+        if !cursor.settle_now() {
+            return Err(self);
+        }
+        let _ = rw::rewind(&self.std, cursor.discard_read_ahead());
+        let File {
+            std,
+            cursor,
+            turn,
+            max_buf_size,
+        } = self;
+        Arc::try_unwrap(std).map_err(|std| File {
+            std,
+            cursor,
+            turn,
+            max_buf_size,
+        })
+    }
+
+    /// Sets the file's permissions (`fchmod`, on the blocking pool).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let path = std::env::temp_dir().join(format!("fairlane-file-perm-doc-{}", std::process::id()));
+    /// rt.block_on(async {
+    ///     let file = fairlane::fs::File::create(&path).await?;
+    ///     let mut permissions = file.metadata().await?.permissions();
+    ///     permissions.set_readonly(true);
+    ///     file.set_permissions(permissions).await?;
+    ///     assert!(file.metadata().await?.permissions().readonly());
+    ///     fairlane::fs::remove_file(&path).await
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn set_permissions(&self, permissions: Permissions) -> io::Result<()> {
+        let file = self.std.clone();
+        blocking(move || file.set_permissions(permissions)).await
+    }
+
+    /// Sets the file's access and modification times (on the blocking
+    /// pool), after the operation in flight, so that it cannot change them
+    /// afterwards.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::{Duration, SystemTime};
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let path = std::env::temp_dir().join(format!("fairlane-set-times-doc-{}", std::process::id()));
+    /// rt.block_on(async {
+    ///     let file = fairlane::fs::File::create(&path).await?;
+    ///     let then = SystemTime::UNIX_EPOCH + Duration::from_secs(1_500_000_000);
+    ///     file.set_times(fairlane::fs::FileTimes::new().set_modified(then)).await?;
+    ///     assert_eq!(file.metadata().await?.modified()?, then);
+    ///     fairlane::fs::remove_file(&path).await
+    /// })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn set_times(&self, times: FileTimes) -> io::Result<()> {
+        let _turn = self.settled_turn().await;
+        let file = self.std.clone();
+        blocking(move || file.set_times(times)).await
+    }
+
+    /// Sets the file's modification time, as [`set_times`](Self::set_times).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(file: &fairlane::fs::File) -> std::io::Result<()> {
+    ///     file.set_modified(std::time::SystemTime::now()).await
+    /// }
+    /// ```
+    pub async fn set_modified(&self, time: SystemTime) -> io::Result<()> {
+        self.set_times(FileTimes::new().set_modified(time)).await
+    }
+
+    /// Sets the most bytes one background read or write moves (default
+    /// 2 MiB): a read asks for at most this many, a write takes at most
+    /// this many.
+    ///
+    /// # Panics
+    /// If `max_buf_size` is 0 (as tokio).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(mut file: fairlane::fs::File) {
+    ///     file.set_max_buf_size(64 * 1024);
+    ///     assert_eq!(file.max_buf_size(), 64 * 1024);
+    /// }
+    /// ```
+    #[track_caller]
+    pub fn set_max_buf_size(&mut self, max_buf_size: usize) {
+        assert!(max_buf_size > 0, "`max_buf_size` must be greater than 0");
+        self.max_buf_size = max_buf_size;
+    }
+
+    /// The most bytes one background read or write moves; see
+    /// [`set_max_buf_size`](Self::set_max_buf_size).
+    ///
+    /// # Example
+    /// ```
+    /// let file = fairlane::fs::File::from_std(std::fs::File::open("/proc/self/stat")?);
+    /// assert_eq!(file.max_buf_size(), 2 * 1024 * 1024);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn max_buf_size(&self) -> usize {
+        self.max_buf_size
+    }
 }
 
-impl std::fmt::Debug for File {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("File")
-            .field("fd", &self.std.as_raw_fd())
-            .finish()
+impl From<StdFile> for File {
+    /// As [`File::from_std`].
+    fn from(std: StdFile) -> File {
+        File::from_std(std)
+    }
+}
+
+impl From<OwnedFd> for File {
+    /// A file from an open descriptor, as [`File::from_std`].
+    fn from(fd: OwnedFd) -> File {
+        File::from_std(StdFile::from(fd))
+    }
+}
+
+impl FromRawFd for File {
+    /// # Safety
+    /// As [`FromRawFd::from_raw_fd`]: `fd` is open and owned by nobody
+    /// else.
+    unsafe fn from_raw_fd(fd: RawFd) -> File {
+        // SAFETY: the caller's promise, passed on.
+        File::from_std(unsafe { StdFile::from_raw_fd(fd) })
     }
 }
 
 impl AsRawFd for File {
     fn as_raw_fd(&self) -> RawFd {
         self.std.as_raw_fd()
+    }
+}
+
+impl AsFd for File {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.std.as_fd()
+    }
+}
+
+impl std::fmt::Debug for File {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("fairlane::fs::File")
+            .field("std", &self.std)
+            .finish()
     }
 }

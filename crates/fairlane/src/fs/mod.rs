@@ -1,9 +1,23 @@
-//! Files and directories, with the shapes of `tokio::fs`: [`File`],
-//! [`OpenOptions`], directory listing ([`read_dir`], [`ReadDir`],
-//! [`DirEntry`]) and the free functions ([`read`], [`write`](fn@write),
-//! [`read_to_string`], [`metadata`], [`rename`], [`copy`], ...). They return
-//! the standard library's types ([`std::fs::Metadata`],
-//! [`std::fs::Permissions`], [`std::fs::FileType`]).
+//! Files and directories, with the shapes of `tokio::fs`: [`File`] (with
+//! tokio's and futures-io's `AsyncRead`, `AsyncWrite` and `AsyncSeek`),
+//! [`OpenOptions`], [`DirBuilder`], directory listing ([`read_dir`],
+//! [`ReadDir`], [`DirEntry`]) and the free functions ([`read`],
+//! [`write`](fn@write), [`read_to_string`], [`metadata`], [`rename`],
+//! [`copy`], ...). They return the standard library's types
+//! ([`std::fs::Metadata`], [`std::fs::Permissions`], [`std::fs::FileType`],
+//! [`FileTimes`]).
+//!
+//! # Owned buffers
+//! tokio's names take borrowed bytes and copy them where an operation
+//! outlives the call: [`write`](fn@write) takes `impl AsRef<[u8]>`, and a
+//! [`File`]'s `AsyncWrite` copies into an internal buffer written in the
+//! background. The completion-based forms take an owned buffer
+//! ([`IoBuf`](crate::io::IoBuf), [`IoBufMut`](crate::io::IoBufMut): `Vec<u8>`,
+//! `Box<[u8]>`, `String`, `&'static [u8]`), which the kernel reads or
+//! writes in place, and hand it back: [`write_owned`],
+//! [`File::read_owned`], [`File::write_owned`], [`File::write_all_owned`],
+//! [`File::read_to_end_owned`], and the positioned [`File::read_at`],
+//! [`File::write_at`], [`File::write_all_at`].
 //!
 //! # Which engine runs what
 //! In the fallback backend every operation runs on the runtime's blocking
@@ -11,14 +25,14 @@
 //!
 //! | operation | io_uring opcode | kernel |
 //! |---|---|---|
-//! | [`OpenOptions::open`], [`File::open`], [`File::create`] | `OPENAT` | always |
-//! | [`File::read_at`], [`File::read_to_end_owned`] | `READ` | always |
+//! | [`OpenOptions::open`] (not of options made from std's), [`File::open`], [`File::create`] | `OPENAT` | always |
+//! | [`File`]'s `AsyncRead`, [`File::read_owned`], [`File::read_at`], [`File::read_to_end_owned`] | `READ` | always |
 //! | [`read`], [`read_to_string`] | `OPENAT`, `STATX` (the size), `READ` | always |
-//! | [`File::write_at`], [`File::write_all_owned`], [`write`](fn@write) | `WRITE` | always |
-//! | [`File::sync_all`] | `FSYNC` | always |
+//! | [`File`]'s `AsyncWrite`, [`File::write_owned`], [`File::write_all_owned`], [`File::write_at`], [`write`](fn@write), [`write_owned`] | `WRITE` | always |
+//! | [`File::sync_all`], [`File::sync_data`] | `FSYNC` | always |
 //! | [`remove_file`], [`remove_dir`] | `UNLINKAT` | always |
 //! | [`rename`] | `RENAMEAT` | Linux 5.11 |
-//! | [`create_dir`] | `MKDIRAT` | Linux 5.15 |
+//! | [`create_dir`], [`DirBuilder::create`] (not recursive) | `MKDIRAT` | Linux 5.15 |
 //! | [`hard_link`] | `LINKAT` | Linux 5.15 |
 //! | [`symlink`] | `SYMLINKAT` | Linux 5.15 |
 //!
@@ -30,15 +44,16 @@
 //! The rest runs on the blocking pool in both backends: [`metadata`],
 //! [`symlink_metadata`], [`File::metadata`] and [`DirEntry::metadata`]
 //! (io_uring's `STATX` result cannot be turned into a
-//! [`std::fs::Metadata`], which has no public constructor),
-//! [`read_dir`] and [`ReadDir::next_entry`], [`canonicalize`], [`copy`],
-//! [`create_dir_all`], [`read_link`], [`remove_dir_all`],
+//! [`std::fs::Metadata`], which has no public constructor), a [`File`]'s
+//! seeks, [`File::set_len`], [`File::set_permissions`] and
+//! [`File::set_times`], [`read_dir`] and [`ReadDir::next_entry`],
+//! [`canonicalize`], [`copy`], [`create_dir_all`] and recursive
+//! [`DirBuilder::create`], [`read_link`], [`remove_dir_all`],
 //! [`set_permissions`] and [`try_exists`].
 //!
-//! A [`File`] has a cursor used by [`File::read_to_end_owned`] and
-//! [`File::write_all_owned`]; [`File::read_at`] and [`File::write_at`] take
-//! explicit positions. Concurrent cursor calls on one file race for the
-//! cursor, as they would on a shared descriptor.
+//! A [`File`]'s cursor is the kernel's file offset: its I/O traits and its
+//! `*_owned` methods read and write there (and take turns: each waits for
+//! the other's operation), the `*_at` methods at explicit positions.
 //!
 //! # Errors
 //! Every operation gives the operating system's error as an [`io::Error`]
@@ -56,9 +71,11 @@
 //! memory is written or read after it was freed. Positioned reads and
 //! writes ([`File::read_at`], [`File::write_at`]) leave no other state
 //! behind, so dropping one is safe but says nothing about whether it
-//! happened; a dropped cursor call ([`File::read_to_end_owned`],
-//! [`File::write_all_owned`]) leaves the cursor wherever its completed steps
-//! moved it. A dropped [`OpenOptions::open`] closes the file it may have
+//! happened; a dropped owned-buffer cursor call ([`File::read_to_end_owned`],
+//! [`File::write_all_owned`], ...) leaves the cursor wherever its completed
+//! steps moved it. A [`File`]'s `AsyncWrite` is not affected: its
+//! background write is a task of its own, which runs to its end even if
+//! the file is dropped (`flush` waits for it). A dropped [`OpenOptions::open`] closes the file it may have
 //! opened (and a file it created stays created). A dropped path operation
 //! ([`rename`], [`remove_file`], [`create_dir`], ...) may or may not have
 //! happened. [`ReadDir::next_entry`] is cancel-safe: the entries a dropped
@@ -70,7 +87,7 @@
 //! let dir = std::env::temp_dir().join(format!("fairlane-fs-doc-{}", std::process::id()));
 //! rt.block_on(async {
 //!     fairlane::fs::create_dir(&dir).await?;
-//!     fairlane::fs::write(dir.join("a"), b"hello".to_vec()).await?;
+//!     fairlane::fs::write(dir.join("a"), b"hello").await?;
 //!     fairlane::fs::rename(dir.join("a"), dir.join("b")).await?;
 //!     assert_eq!(fairlane::fs::read_to_string(dir.join("b")).await?, "hello");
 //!     let mut entries = fairlane::fs::read_dir(&dir).await?;
@@ -83,10 +100,16 @@
 //! # Ok::<(), std::io::Error>(())
 //! ```
 
+mod cursor;
 mod dir;
+mod dir_builder;
+mod exclusive;
 mod file;
+mod file_io;
+mod file_owned;
 mod open_options;
 mod ops;
+mod rw;
 
 use std::ffi::{CStr, CString, OsStr};
 use std::io;
@@ -101,13 +124,17 @@ use crate::io::{submit_and_wait, IoBackend};
 use crate::task::JoinHandle;
 
 pub use self::dir::{read_dir, DirEntry, ReadDir};
+pub use self::dir_builder::DirBuilder;
 pub use self::file::File;
 pub use self::open_options::OpenOptions;
 pub use self::ops::{
     canonicalize, copy, create_dir, create_dir_all, hard_link, metadata, read, read_link,
     read_to_string, remove_dir, remove_dir_all, remove_file, rename, set_permissions, symlink,
-    symlink_metadata, try_exists, write,
+    symlink_metadata, try_exists, write, write_owned,
 };
+/// The times of a file to set with [`File::set_times`]: the standard
+/// library's type, which has the shape of `tokio::fs::FileTimes`.
+pub use std::fs::FileTimes;
 
 /// `path` as a C string for the kernel; a NUL byte in it is bad input.
 fn path_cstring(path: &Path) -> io::Result<CString> {

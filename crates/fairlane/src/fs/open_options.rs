@@ -38,6 +38,12 @@ pub struct OpenOptions {
     create_new: bool,
     mode: u32,
     custom_flags: i32,
+    /// The same options as std's, kept in step by every setter.
+    std: std::fs::OpenOptions,
+    /// Whether the fields above are the whole recipe: not for options made
+    /// from std's (which cannot be read back), opened through `std` on the
+    /// blocking pool.
+    known: bool,
 }
 
 impl Default for OpenOptions {
@@ -64,6 +70,8 @@ impl OpenOptions {
             create_new: false,
             mode: 0o666,
             custom_flags: 0,
+            std: std::fs::OpenOptions::new(),
+            known: true,
         }
     }
 
@@ -75,6 +83,7 @@ impl OpenOptions {
     /// ```
     pub fn read(&mut self, on: bool) -> &mut Self {
         self.read = on;
+        self.std.read(on);
         self
     }
 
@@ -86,6 +95,7 @@ impl OpenOptions {
     /// ```
     pub fn write(&mut self, on: bool) -> &mut Self {
         self.write = on;
+        self.std.write(on);
         self
     }
 
@@ -98,6 +108,7 @@ impl OpenOptions {
     /// ```
     pub fn append(&mut self, on: bool) -> &mut Self {
         self.append = on;
+        self.std.append(on);
         self
     }
 
@@ -109,6 +120,7 @@ impl OpenOptions {
     /// ```
     pub fn truncate(&mut self, on: bool) -> &mut Self {
         self.truncate = on;
+        self.std.truncate(on);
         self
     }
 
@@ -120,6 +132,7 @@ impl OpenOptions {
     /// ```
     pub fn create(&mut self, on: bool) -> &mut Self {
         self.create = on;
+        self.std.create(on);
         self
     }
 
@@ -134,6 +147,7 @@ impl OpenOptions {
     /// ```
     pub fn create_new(&mut self, on: bool) -> &mut Self {
         self.create_new = on;
+        self.std.create_new(on);
         self
     }
 
@@ -145,6 +159,7 @@ impl OpenOptions {
     /// ```
     pub fn mode(&mut self, mode: u32) -> &mut Self {
         self.mode = mode;
+        self.std.mode(mode);
         self
     }
 
@@ -159,6 +174,7 @@ impl OpenOptions {
     /// ```
     pub fn custom_flags(&mut self, flags: i32) -> &mut Self {
         self.custom_flags = flags;
+        self.std.custom_flags(flags);
         self
     }
 
@@ -226,10 +242,11 @@ impl OpenOptions {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub async fn open<P: AsRef<Path>>(&self, path: P) -> io::Result<File> {
-        let flags = self.flags()?;
+        // Options made from std's are checked by std when opening.
+        let flags = if self.known { self.flags()? } else { 0 };
         let driver = current_driver()?;
         let c = path_cstring(path.as_ref())?;
-        let file = if driver.backend() == IoBackend::IoUring {
+        let file = if self.known && driver.backend() == IoBackend::IoUring {
             let mode = self.mode;
             let op = Op::submit(&driver, c, true, |c| {
                 opcode::OpenAt::new(types::Fd(libc::AT_FDCWD), c.as_ptr())
@@ -242,19 +259,34 @@ impl OpenOptions {
             // SAFETY: a new descriptor nobody else owns.
             unsafe { std::fs::File::from_raw_fd(fd) }
         } else {
-            let mut std_options = std::fs::OpenOptions::new();
-            std_options
-                .read(self.read)
-                .write(self.write)
-                .append(self.append)
-                .truncate(self.truncate)
-                .create(self.create)
-                .create_new(self.create_new)
-                .mode(self.mode)
-                .custom_flags(self.custom_flags);
-            blocking(move || std_options.open(super::c_path(&c))).await?
+            let options = self.std.clone();
+            blocking(move || options.open(super::c_path(&c))).await?
         };
-        Ok(File::new(file, driver))
+        Ok(File::from_std(file))
+    }
+}
+
+impl From<std::fs::OpenOptions> for OpenOptions {
+    /// Options that open as `options` does. They open on the blocking pool
+    /// in both backends (std's options cannot be read back to make an
+    /// io_uring `OPENAT`); setters called afterwards change them as usual.
+    ///
+    /// # Example
+    /// ```
+    /// use std::os::unix::fs::OpenOptionsExt;
+    /// let mut std_options = std::fs::OpenOptions::new();
+    /// std_options.read(true).custom_flags(libc::O_NOFOLLOW);
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let file = rt.block_on(fairlane::fs::OpenOptions::from(std_options).open("/proc/self/stat"))?;
+    /// # drop(file);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    fn from(options: std::fs::OpenOptions) -> OpenOptions {
+        OpenOptions {
+            std: options,
+            known: false,
+            ..OpenOptions::new()
+        }
     }
 }
 

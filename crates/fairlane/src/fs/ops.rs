@@ -12,7 +12,7 @@ use crate::io::IoBuf;
 
 /// Runs `f` on `path` on the blocking pool (after checking the path has no
 /// NUL byte, so that every operation reports that the same way).
-async fn on_path<R: Send + 'static>(
+pub(super) async fn on_path<R: Send + 'static>(
     path: &Path,
     f: impl FnOnce(&Path) -> io::Result<R> + Send + 'static,
 ) -> io::Result<R> {
@@ -79,14 +79,45 @@ pub async fn read_to_string<P: AsRef<Path>>(path: P) -> io::Result<String> {
 
 /// Writes `contents` to `path`, creating or truncating it.
 ///
+/// The bytes are copied into a buffer the operation owns (the kernel or a
+/// pool thread reads them after this call may have been dropped); to hand
+/// over a buffer without the copy, use [`write_owned`].
+///
+/// # Errors
+/// `NotFound` for a missing parent directory; `IsADirectory`;
+/// `PermissionDenied`; `StorageFull`, ...
+///
 /// # Example
 /// See the [module](super) example.
 /// ```
-/// async fn f() -> std::io::Result<()> { fairlane::fs::write("out.txt", "contents").await }
+/// async fn f() -> std::io::Result<()> { fairlane::fs::write("out.txt", b"contents").await }
 /// ```
-pub async fn write<P: AsRef<Path>, B: IoBuf>(path: P, contents: B) -> io::Result<()> {
+pub async fn write<P: AsRef<Path>, C: AsRef<[u8]>>(path: P, contents: C) -> io::Result<()> {
+    write_owned(path, contents.as_ref().to_vec()).await
+}
+
+/// Writes the owned buffer `contents` to `path`, creating or truncating
+/// it: [`write`](fn@write) without copying the bytes (with io_uring the
+/// kernel writes straight from `contents`).
+///
+/// # Errors
+/// As [`write`](fn@write).
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let path = std::env::temp_dir().join(format!("fairlane-write-owned-doc-{}", std::process::id()));
+/// rt.block_on(async {
+///     let data: Vec<u8> = vec![7; 1 << 20];
+///     fairlane::fs::write_owned(&path, data).await?;
+///     assert_eq!(fairlane::fs::metadata(&path).await?.len(), 1 << 20);
+///     fairlane::fs::remove_file(&path).await
+/// })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub async fn write_owned<P: AsRef<Path>, B: IoBuf>(path: P, contents: B) -> io::Result<()> {
     let file = File::create(path).await?;
-    file.write_all_owned(contents).await.0
+    file.write_all_at(contents, 0).await.0
 }
 
 /// Removes a file (or a symbolic link; not a directory: see
@@ -185,16 +216,25 @@ pub async fn remove_dir_all<P: AsRef<Path>>(path: P) -> io::Result<()> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub async fn create_dir<P: AsRef<Path>>(path: P) -> io::Result<()> {
-    let c = path_cstring(path.as_ref())?;
+    mkdir(path.as_ref(), 0o777).await
+}
+
+/// `mkdir(path, mode)` (`mode` less the umask): an io_uring `MKDIRAT`
+/// where the kernel has it, else on the blocking pool.
+pub(super) async fn mkdir(path: &Path, mode: u32) -> io::Result<()> {
+    let c = path_cstring(path)?;
     path_op(
         PathOpcode::MkDir,
         c,
         |c| {
             opcode::MkDirAt::new(types::Fd(libc::AT_FDCWD), c.as_ptr())
-                .mode(0o777)
+                .mode(mode)
                 .build()
         },
-        |c| std::fs::create_dir(c_path(&c)),
+        move |c| {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().mode(mode).create(c_path(&c))
+        },
     )
     .await
 }
