@@ -216,6 +216,7 @@ fn block<F: Future>(
 /// `None` inside it, whatever task the thread may be in (a
 /// `block_in_place` closure's).
 fn poll_outside_tasks<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
+    let _no_task = crate::task::id::enter(None);
     future.poll(cx)
 }
 

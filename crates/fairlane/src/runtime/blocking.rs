@@ -24,6 +24,7 @@ use fairlane_core::Host;
 
 use super::threads::ThreadSpec;
 use super::{context, wait_until, Handle};
+use crate::task::{self, Id};
 use crate::time::clock::Hold;
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -133,8 +134,9 @@ impl BlockingPool {
     }
 
     /// Queues `f` and returns a future of its result. `handle` is the
-    /// runtime the pool's threads make current.
-    pub(crate) fn run<F, R>(self: &Arc<Self>, handle: &Handle, f: F) -> BlockingResult<R>
+    /// runtime the pool's threads make current; `f` runs as task `id` (the
+    /// task awaiting the result), for `task::id`.
+    pub(crate) fn run<F, R>(self: &Arc<Self>, handle: &Handle, id: Id, f: F) -> BlockingResult<R>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
@@ -143,7 +145,10 @@ impl BlockingPool {
         // Held until the job has run (or is dropped) and woken its task:
         // a paused clock does not auto-advance meanwhile.
         let sender = Sender(oneshot.clone(), handle.clock().hold());
-        let job: Job = Box::new(move || sender.run(f));
+        let job: Job = Box::new(move || {
+            let _id = task::id::enter(Some(id));
+            sender.run(f)
+        });
         let mut state = self.lock();
         if state.shutdown {
             drop(state);

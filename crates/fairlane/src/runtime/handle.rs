@@ -11,7 +11,7 @@ use super::{
 };
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
-use crate::task::{spawn_on, JoinHandle};
+use crate::task::{spawn_on, Id, JoinHandle};
 use crate::time::clock::Clock;
 
 /// A cheap, cloneable reference to a runtime, usable from any thread.
@@ -143,7 +143,21 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(&self.cluster, future, options)
+        self.spawn_as(future, options, Id::next())
+    }
+
+    /// [`spawn_with`](Self::spawn_with) as task `id`.
+    pub(crate) fn spawn_as<F>(
+        &self,
+        future: F,
+        options: fairlane_core::SpawnOptions,
+        id: Id,
+    ) -> Result<JoinHandle<F::Output>, fairlane_core::AffinityError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(&self.cluster, future, options, id)
     }
 
     /// Runs the blocking closure `f` on the runtime's blocking pool; see
@@ -164,8 +178,13 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let result = self.shared.blocking.run(self, f);
-        self.spawn(result)
+        // The closure runs as the task that awaits its result.
+        let id = Id::next();
+        let result = self.shared.blocking.run(self, id, f);
+        match self.spawn_as(result, fairlane_core::SpawnOptions::default(), id) {
+            Ok(handle) => handle,
+            Err(_) => unreachable!("default spawn options are always valid"),
+        }
     }
 
     /// Runs `future` on the calling thread; see [`Runtime::block_on`](crate::Runtime::block_on).
