@@ -238,3 +238,21 @@ fn shutdown_background_and_an_unbounded_timeout_return() {
         rt.shutdown_timeout(Duration::MAX);
     });
 }
+
+#[test]
+fn every_handle_of_a_runtime_reports_its_id_and_runtimes_differ() {
+    let rt = Builder::new_multi_thread()
+        .worker_threads(1)
+        .cluster("batch", 1)
+        .build()
+        .unwrap();
+    let other = Builder::new_current_thread().build().unwrap();
+    let id = rt.handle().id();
+    assert_ne!(id, other.handle().id());
+    let batch = rt.cluster("batch").unwrap();
+    assert_eq!(batch.handle().id(), id);
+    let inside = rt
+        .block_on(batch.spawn(async { Handle::current().id() }))
+        .unwrap();
+    assert_eq!(inside, id);
+}

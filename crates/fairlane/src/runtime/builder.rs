@@ -14,7 +14,7 @@ use super::blocking::BlockingPool;
 use super::cluster::{NamedExecutor, ProcessorThreads};
 use super::current_thread::Seat;
 use super::threads::{ThreadName, ThreadSpec};
-use super::{Handle, Runtime, RuntimeFlavor, RuntimeShared};
+use super::{Handle, Id, Runtime, RuntimeFlavor, RuntimeShared};
 use crate::host::StdHost;
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
@@ -528,6 +528,7 @@ impl Builder {
             thread_spec: self.threads.clone(),
             flavor: self.flavor,
             seat: Seat::default(),
+            id: Id::next(),
         });
         let runtime = Runtime {
             handle: Handle::for_cluster(shared.clone(), 0),

@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    block_on, context, Cluster, ExecutorRef, RuntimeFlavor, RuntimeMetrics, RuntimeShared,
+    block_on, context, Cluster, ExecutorRef, Id, RuntimeFlavor, RuntimeMetrics, RuntimeShared,
 };
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
-use crate::task::{spawn_on, Id, JoinHandle};
+use crate::task::{self, spawn_on, JoinHandle};
 use crate::time::clock::Clock;
 
 /// A cheap, cloneable reference to a runtime, usable from any thread.
@@ -143,7 +143,7 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        self.spawn_as(future, options, Id::next())
+        self.spawn_as(future, options, task::Id::next())
     }
 
     /// [`spawn_with`](Self::spawn_with) as task `id`.
@@ -151,7 +151,7 @@ impl Handle {
         &self,
         future: F,
         options: fairlane_core::SpawnOptions,
-        id: Id,
+        id: task::Id,
     ) -> Result<JoinHandle<F::Output>, fairlane_core::AffinityError>
     where
         F: Future + Send + 'static,
@@ -179,7 +179,7 @@ impl Handle {
         R: Send + 'static,
     {
         // The closure runs as the task that awaits its result.
-        let id = Id::next();
+        let id = task::Id::next();
         let result = self.shared.blocking.run(self, id, f);
         match self.spawn_as(result, fairlane_core::SpawnOptions::default(), id) {
             Ok(handle) => handle,
@@ -221,6 +221,19 @@ impl Handle {
     /// ```
     pub fn runtime_flavor(&self) -> RuntimeFlavor {
         self.shared.flavor
+    }
+
+    /// The [`Id`] of this handle's runtime.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let inside = rt.block_on(rt.spawn(async { fairlane::Handle::current().id() })).unwrap();
+    /// assert_eq!(inside, rt.handle().id());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn id(&self) -> Id {
+        self.shared.id
     }
 
     /// The I/O backend of this runtime; see [`Runtime::io_backend`](crate::Runtime::io_backend).

@@ -22,7 +22,8 @@
 //! and, on a current-thread runtime, driving the processor meanwhile
 //! (`current_thread.rs`), the blocking pool (`blocking.rs`), the
 //! thread-local context (`context.rs`), shutting down (`shutdown.rs`) and
-//! the counters (`metrics.rs`). What every part shares is here.
+//! the counters (`metrics.rs`), its [`Id`] (`id.rs`). What every part
+//! shares is here.
 
 mod block_on;
 mod blocking;
@@ -31,6 +32,7 @@ mod cluster;
 pub(crate) mod context;
 mod current_thread;
 mod handle;
+mod id;
 mod metrics;
 #[allow(clippy::module_inception)]
 mod runtime;
@@ -48,6 +50,7 @@ pub use self::builder::Builder;
 pub use self::cluster::{Cluster, MigrateHere};
 use self::cluster::{NamedExecutor, ProcessorThreads};
 pub use self::handle::{EnterGuard, Handle, TryCurrentError};
+pub use self::id::Id;
 pub use self::metrics::{ProcessorMetrics, RuntimeMetrics};
 pub use self::runtime::{Runtime, RuntimeFlavor};
 pub(crate) use self::shutdown::ShutdownSignal;
@@ -97,4 +100,5 @@ pub(crate) struct RuntimeShared {
     pub(crate) flavor: RuntimeFlavor,
     /// Who drives the processor of a current-thread runtime.
     pub(crate) seat: current_thread::Seat,
+    pub(crate) id: Id,
 }
