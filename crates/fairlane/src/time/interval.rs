@@ -1,4 +1,5 @@
-//! [`Interval`]: a stream of instants a period apart.
+//! [`Interval`]: a stream of instants a period apart, and what it does
+//! about ticks it missed ([`MissedTickBehavior`]), as tokio's.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -6,6 +7,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use super::{far_future, sleep_until, Instant, Sleep};
+
+/// How late a tick may be and still count as on time: a tick this late or
+/// less keeps the schedule whatever the [`MissedTickBehavior`] (as tokio's
+/// interval does).
+const LATE: Duration = Duration::from_millis(5);
 
 /// A stream of instants `period` apart, starting now; see [`Interval`].
 ///
@@ -51,15 +57,79 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
         "fairlane::time::interval: the period must be greater than zero"
     );
     Interval {
-        next: start,
-        period,
         sleep: Box::pin(sleep_until(start)),
+        period,
+        missed_tick_behavior: MissedTickBehavior::default(),
     }
 }
 
-/// Ticks every `period`. A tick that is late (the task was busy) is
-/// delivered at once, and later ones keep the original schedule, catching
-/// up in a burst (tokio's default, `MissedTickBehavior::Burst`).
+/// What an [`Interval`] does when a tick comes more than a few
+/// milliseconds late (the task was busy, or did not poll it), as tokio's.
+/// In every case the late tick itself is delivered at once; the behavior
+/// decides when the ticks after it come.
+///
+/// With a period of 300 ms, ticks due at 0, 300, 600, ... ms, and the
+/// ticks at 600 and 900 ms missed (the task polls again at 950 ms):
+/// - `Burst` delivers 600 and 900 at once, then 1200, 1500, ...;
+/// - `Delay` delivers 600 at once, then 1250, 1550, ...;
+/// - `Skip` delivers 600 at once, then 1200, 1500, ...
+///
+/// # Example
+/// ```
+/// use std::time::Duration;
+/// use fairlane::time::{self, Instant, MissedTickBehavior};
+/// let rt = fairlane::runtime::Builder::new_current_thread().start_paused(true).build()?;
+/// rt.block_on(async {
+///     let start = Instant::now();
+///     let mut interval = time::interval(Duration::from_millis(300));
+///     interval.set_missed_tick_behavior(MissedTickBehavior::Skip);
+///     interval.tick().await; // at once
+///     time::advance(Duration::from_millis(950)).await; // 300, 600 and 900 missed
+///     assert_eq!(interval.tick().await, start + Duration::from_millis(300));
+///     assert_eq!(interval.tick().await, start + Duration::from_millis(1200));
+/// });
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum MissedTickBehavior {
+    /// Catch up: the missed ticks come at once, one per poll, until the
+    /// schedule is met again; the schedule itself never moves (the
+    /// default).
+    #[default]
+    Burst,
+    /// Start again: the next tick is one period after the late one was
+    /// delivered, and the schedule moves with it.
+    Delay,
+    /// Drop the missed ticks: the next tick is the next one of the original
+    /// schedule after now.
+    Skip,
+}
+
+impl MissedTickBehavior {
+    /// The next deadline after a tick due at `due`, delivered late at `now`.
+    fn next(self, due: Instant, now: Instant, period: Duration) -> Instant {
+        let at = match self {
+            Self::Burst => due.checked_add(period),
+            Self::Delay => now.checked_add(period),
+            Self::Skip => {
+                // How far into a period `now` is, counted from the
+                // schedule; the next tick is the rest of that period away.
+                let into = (now - due).as_nanos() % period.as_nanos();
+                let into = Duration::new(
+                    u64::try_from(into / 1_000_000_000).unwrap_or(u64::MAX),
+                    (into % 1_000_000_000) as u32,
+                );
+                now.checked_add(period - into)
+            }
+        };
+        at.unwrap_or_else(far_future)
+    }
+}
+
+/// Ticks every `period`, starting at its first instant. A tick that comes
+/// late is delivered at once; what follows it is the
+/// [`MissedTickBehavior`]'s choice (by default `Burst`: the missed ticks
+/// catch up, and the schedule stays).
 ///
 /// # Example
 /// ```
@@ -76,9 +146,10 @@ pub fn interval_at(start: Instant, period: Duration) -> Interval {
 /// ```
 #[derive(Debug)]
 pub struct Interval {
-    next: Instant,
-    period: Duration,
+    /// Until the next tick: its deadline is the tick's instant.
     sleep: Pin<Box<Sleep>>,
+    period: Duration,
+    missed_tick_behavior: MissedTickBehavior,
 }
 
 impl Interval {
@@ -109,10 +180,131 @@ impl Interval {
     /// ```
     pub fn poll_tick(&mut self, cx: &mut Context<'_>) -> Poll<Instant> {
         std::task::ready!(self.sleep.as_mut().poll(cx));
-        let tick = self.next;
-        self.next = tick.checked_add(self.period).unwrap_or_else(far_future);
-        self.sleep.as_mut().reset(self.next);
-        Poll::Ready(tick)
+        let due = self.sleep.deadline();
+        let now = Instant::now();
+        let next = if now.saturating_duration_since(due) > LATE {
+            self.missed_tick_behavior.next(due, now, self.period)
+        } else {
+            due.checked_add(self.period).unwrap_or_else(far_future)
+        };
+        self.sleep.as_mut().reset(next);
+        Poll::Ready(due)
+    }
+
+    /// Restarts the schedule: the next tick is one period from now.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use fairlane::time::{self, Instant};
+    /// let rt = fairlane::runtime::Builder::new_current_thread().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let mut interval = time::interval(Duration::from_secs(1));
+    ///     interval.tick().await;
+    ///     time::advance(Duration::from_millis(300)).await;
+    ///     interval.reset();
+    ///     let from = Instant::now();
+    ///     assert_eq!(interval.tick().await, from + Duration::from_secs(1));
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reset(&mut self) {
+        self.reset_after(self.period);
+    }
+
+    /// Restarts the schedule at once: the next tick is now, and the ones
+    /// after it a period apart from there.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use fairlane::time::{self, Instant};
+    /// let rt = fairlane::runtime::Builder::new_current_thread().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let mut interval = time::interval(Duration::from_secs(1));
+    ///     interval.tick().await;
+    ///     interval.reset_immediately();
+    ///     assert_eq!(interval.tick().await, Instant::now()); // without waiting
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reset_immediately(&mut self) {
+        self.reset_at(Instant::now());
+    }
+
+    /// Restarts the schedule: the next tick is `after` from now, and the
+    /// ones after it a period apart from there.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use fairlane::time::{self, Instant};
+    /// let rt = fairlane::runtime::Builder::new_current_thread().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let mut interval = time::interval(Duration::from_secs(1));
+    ///     interval.tick().await;
+    ///     interval.reset_after(Duration::from_millis(10));
+    ///     let from = Instant::now();
+    ///     assert_eq!(interval.tick().await, from + Duration::from_millis(10));
+    ///     assert_eq!(interval.tick().await, from + Duration::from_millis(1010));
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reset_after(&mut self, after: Duration) {
+        self.reset_at(Instant::now().checked_add(after).unwrap_or_else(far_future));
+    }
+
+    /// Restarts the schedule: the next tick is at `deadline`, and the ones
+    /// after it a period apart from there.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use fairlane::time::{self, Instant};
+    /// let rt = fairlane::runtime::Builder::new_current_thread().start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let mut interval = time::interval(Duration::from_secs(1));
+    ///     let at = Instant::now() + Duration::from_millis(20);
+    ///     interval.reset_at(at);
+    ///     assert_eq!(interval.tick().await, at);
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn reset_at(&mut self, deadline: Instant) {
+        self.sleep.as_mut().reset(deadline);
+    }
+
+    /// What the interval does about missed ticks (default
+    /// [`MissedTickBehavior::Burst`]).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::time::MissedTickBehavior;
+    /// let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// let _guard = rt.enter();
+    /// let interval = fairlane::time::interval(std::time::Duration::from_secs(1));
+    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Burst);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn missed_tick_behavior(&self) -> MissedTickBehavior {
+        self.missed_tick_behavior
+    }
+
+    /// Sets what the interval does about missed ticks, from the next tick
+    /// on.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::time::MissedTickBehavior;
+    /// let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// let _guard = rt.enter();
+    /// let mut interval = fairlane::time::interval(std::time::Duration::from_secs(1));
+    /// interval.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    /// assert_eq!(interval.missed_tick_behavior(), MissedTickBehavior::Delay);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_missed_tick_behavior(&mut self, behavior: MissedTickBehavior) {
+        self.missed_tick_behavior = behavior;
     }
 
     /// The period.
@@ -125,20 +317,5 @@ impl Interval {
     /// ```
     pub fn period(&self) -> Duration {
         self.period
-    }
-
-    /// Restarts the schedule: the next tick is one period from now.
-    ///
-    /// # Example
-    /// ```
-    /// use std::time::Duration;
-    /// let mut interval = fairlane::time::interval(Duration::from_secs(1));
-    /// interval.reset();
-    /// ```
-    pub fn reset(&mut self) {
-        self.next = Instant::now()
-            .checked_add(self.period)
-            .unwrap_or_else(far_future);
-        self.sleep.as_mut().reset(self.next);
     }
 }

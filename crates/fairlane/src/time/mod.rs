@@ -1,5 +1,6 @@
-//! Time: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] and
-//! [`Instant`], with tokio's shapes.
+//! Time: [`sleep`], [`sleep_until`], [`timeout`], [`interval`] (with
+//! [`MissedTickBehavior`]), [`Instant`] and std's [`Duration`], with
+//! tokio's shapes.
 //!
 //! For tests the runtime's clock can be paused, as tokio's: [`pause`],
 //! [`resume`], [`advance`], [`Builder::start_paused`](crate::Builder::start_paused)
@@ -57,7 +58,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use crate::io::driver::{Driver, ProcessorIo};
 use crate::task::coop;
@@ -65,7 +65,19 @@ use fairlane_core::wheel::TimerKey;
 
 pub use clock::{advance, pause, resume};
 pub use instant::Instant;
-pub use interval::{interval, interval_at, Interval};
+pub use interval::{interval, interval_at, Interval, MissedTickBehavior};
+/// std's `Duration`, here as in tokio's `time` module, so that
+/// `use fairlane::time::{sleep, Duration}` works as it does with tokio.
+///
+/// # Example
+/// ```
+/// use fairlane::time::{sleep, Duration};
+/// let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+/// rt.block_on(sleep(Duration::from_millis(1)));
+/// assert_eq!(Duration::from_secs(1), std::time::Duration::from_secs(1));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub use std::time::Duration;
 
 /// Errors of the time module.
 ///
