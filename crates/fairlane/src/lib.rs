@@ -94,8 +94,9 @@ pub use runtime::{
 };
 pub use task::ProcessorId;
 
-/// Runs `async fn main` on a fairlane runtime; see the attribute's options
-/// in [`fairlane_macros::main`].
+/// Runs an `async fn` (usually `main`) on a fairlane runtime, multi-thread
+/// unless `flavor = "current_thread"` says otherwise; see the attribute's
+/// options in [`fairlane_macros::main`].
 ///
 /// # Example
 /// ```
@@ -106,7 +107,8 @@ pub use task::ProcessorId;
 /// # fn _unused() { main() }
 /// ```
 pub use fairlane_macros::main;
-/// Runs an `async fn` test on a fresh fairlane runtime; see
+/// Runs an `async fn` test on a fresh fairlane runtime, current-thread
+/// unless the options say otherwise (as tokio's); see
 /// [`fairlane_macros::test`].
 ///
 /// # Example
