@@ -3,14 +3,18 @@
 //! Use them through the `fairlane` crate, which re-exports both.
 //!
 //! Options (comma-separated, each at most once):
-//! - `processors = N`: the runtime's processors (default: one per core for
-//!   `main`, one for `test`); `worker_threads = N` is accepted as tokio's
-//!   name for the same.
-//! - `flavor = "multi_thread"` (the default) or `"current_thread"` (one
-//!   processor), as tokio spells them.
+//! - `flavor = "current_thread"` (`Builder::new_current_thread`: one
+//!   processor, the thread running the function) or `"multi_thread"`
+//!   (`Builder::new_multi_thread`), as tokio spells them. The default is
+//!   tokio's: `multi_thread` for `main`, `current_thread` for `test`, and
+//!   `multi_thread` wherever `processors` is given without a flavor.
+//! - `processors = N`: the processors of a multi-thread runtime (default:
+//!   one per core); `worker_threads = N` is accepted as tokio's name for
+//!   the same. A current-thread runtime has one.
 //! - `io_backend = "io_uring"` or `"fallback"`.
 //! - `start_paused = true`: the runtime's clock starts paused
-//!   (`Builder::start_paused`), as tokio's option of that name.
+//!   (`Builder::start_paused`), as tokio's option of that name (on either
+//!   flavor).
 //! - `crate = "path"`: where the `fairlane` crate is, for a renamed
 //!   dependency.
 
@@ -22,7 +26,9 @@ use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ItemFn, Lit, MetaNameValue, Token};
 
-/// Runs an `async fn main` on a fairlane runtime.
+/// Runs an `async fn` (usually `main`) on a fairlane runtime: the
+/// function becomes a plain `fn` that builds a runtime (multi-thread unless
+/// the options say otherwise) and runs the body in its `block_on`.
 ///
 /// The runtime is built before the body runs and dropped after it returns
 /// (which waits for the processors to stop); a runtime that cannot be built
@@ -46,6 +52,22 @@ use syn::{Expr, ExprLit, ItemFn, Lit, MetaNameValue, Token};
 /// # fn _unused() { main() }
 /// ```
 ///
+/// On any `async fn`, and with the current-thread flavor, whose tasks run
+/// on the calling thread:
+/// ```
+/// use fairlane::runtime::{Handle, RuntimeFlavor};
+///
+/// #[fairlane::main(flavor = "current_thread")]
+/// async fn serve(port: u16) -> u16 {
+///     assert_eq!(Handle::current().runtime_flavor(), RuntimeFlavor::CurrentThread);
+///     let caller = std::thread::current().id();
+///     assert_eq!(fairlane::spawn(async move { std::thread::current().id() }).await.unwrap(), caller);
+///     port
+/// }
+///
+/// assert_eq!(serve(8080), 8080);
+/// ```
+///
 /// Misuse is a compile error, not a surprise at run time:
 /// ```compile_fail
 /// #[fairlane::main]
@@ -66,8 +88,9 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
-/// Runs an `async fn` test on a fresh fairlane runtime (one processor
-/// unless the options say otherwise).
+/// Runs an `async fn` test on a fresh fairlane runtime: a current-thread
+/// runtime by default, as tokio's (the test's thread runs the tasks), or
+/// a multi-thread one with `flavor = "multi_thread"` or `processors = N`.
 ///
 /// # Example
 /// ```
@@ -88,6 +111,16 @@ pub fn main(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     let start = fairlane::time::Instant::now();
 ///     fairlane::time::sleep(std::time::Duration::from_secs(3600)).await;
 ///     assert_eq!(start.elapsed(), std::time::Duration::from_secs(3600));
+/// }
+/// # fn main() {}
+/// ```
+///
+/// On the default flavor the test's thread is the runtime's processor:
+/// ```
+/// #[fairlane::test]
+/// async fn on_the_current_thread() {
+///     use fairlane::runtime::{Handle, RuntimeFlavor};
+///     assert_eq!(Handle::current().runtime_flavor(), RuntimeFlavor::CurrentThread);
 /// }
 /// # fn main() {}
 /// ```
@@ -124,7 +157,8 @@ impl Kind {
 #[derive(Default)]
 struct Options {
     processors: Option<(usize, Span)>,
-    current_thread: Option<Span>,
+    /// The flavor given: `Some(true)` for `current_thread`.
+    current_thread: Option<(bool, Span)>,
     io_backend: Option<String>,
     start_paused: bool,
     krate: Option<syn::Path>,
@@ -165,8 +199,8 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
                 opts.processors = Some((n, nv.value.span()));
             }
             "flavor" => match str_value(&nv.value)?.as_str() {
-                "multi_thread" => {}
-                "current_thread" => opts.current_thread = Some(nv.value.span()),
+                "multi_thread" => opts.current_thread = Some((false, nv.value.span())),
+                "current_thread" => opts.current_thread = Some((true, nv.value.span())),
                 other => {
                     return Err(syn::Error::new(
                         nv.value.span(),
@@ -206,7 +240,7 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
             }
         }
     }
-    if let (Some(span), Some((n, _))) = (opts.current_thread, opts.processors) {
+    if let (Some((true, span)), Some((n, _))) = (opts.current_thread, opts.processors) {
         if n != 1 {
             return Err(syn::Error::new(
                 span,
@@ -258,19 +292,13 @@ fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<Tok
             ),
         ));
     }
-    if !sig.inputs.is_empty() {
-        return Err(syn::Error::new(
-            sig.inputs.span(),
-            format!("a #[{}] function takes no arguments", kind.name()),
-        ));
-    }
-    if kind == Kind::Main && sig.ident != "main" {
-        return Err(syn::Error::new(
-            sig.ident.span(),
-            "#[fairlane::main] goes on `async fn main` (use Runtime::block_on elsewhere)",
-        ));
-    }
     if kind == Kind::Test {
+        if !sig.inputs.is_empty() {
+            return Err(syn::Error::new(
+                sig.inputs.span(),
+                "a #[fairlane::test] function takes no arguments",
+            ));
+        }
         if let Some(attr) = func.attrs.iter().find(|a| a.path().is_ident("test")) {
             return Err(syn::Error::new(
                 attr.span(),
@@ -280,13 +308,19 @@ fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<Tok
     }
     sig.asyncness = None;
     let krate = opts.krate.unwrap_or_else(|| syn::parse_quote!(::fairlane));
-    let mut builder = quote! { #krate::Runtime::builder() };
-    let processors = match (opts.processors, opts.current_thread, kind) {
-        (Some((n, _)), _, _) => Some(n),
-        (None, Some(_), _) | (None, None, Kind::Test) => Some(1),
-        (None, None, Kind::Main) => None,
+    // tokio's defaults: `main` multi-thread, `test` current-thread; asking
+    // for processors asks for a multi-thread runtime.
+    let current_thread = match (opts.current_thread, opts.processors, kind) {
+        (Some((current_thread, _)), _, _) => current_thread,
+        (None, Some(_), _) | (None, None, Kind::Main) => false,
+        (None, None, Kind::Test) => true,
     };
-    if let Some(n) = processors {
+    let mut builder = if current_thread {
+        quote! { #krate::runtime::Builder::new_current_thread() }
+    } else {
+        quote! { #krate::runtime::Builder::new_multi_thread() }
+    };
+    if let (false, Some((n, _))) = (current_thread, opts.processors) {
         builder = quote! { #builder.processors(#n) };
     }
     if let Some(backend) = opts.io_backend {
@@ -389,12 +423,6 @@ mod tests {
             ),
             (
                 quote! {},
-                quote! { async fn start() {} },
-                Kind::Main,
-                "goes on `async fn main`",
-            ),
-            (
-                quote! {},
                 quote! { async fn t(x: u32) {} },
                 Kind::Test,
                 "takes no arguments",
@@ -424,13 +452,15 @@ mod tests {
         )
         .unwrap()
         .to_string();
+        assert!(out.contains("new_multi_thread ()"), "{out}");
         assert!(out.contains(". processors (3usize)"), "{out}");
         assert!(out.contains("IoBackend :: Fallback"), "{out}");
         assert!(!out.contains("async fn"), "{out}");
         let test = expand(quote! {}, quote! { async fn t() {} }, Kind::Test)
             .unwrap()
             .to_string();
-        assert!(test.contains(". processors (1usize)"), "{test}");
+        assert!(test.contains("new_current_thread ()"), "{test}");
+        assert!(!test.contains("processors"), "{test}");
         assert!(test.contains("test"), "{test}");
         assert!(!test.contains("start_paused"), "{test}");
         let paused = expand(
@@ -441,5 +471,47 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(paused.contains(". start_paused (true)"), "{paused}");
+    }
+
+    #[::core::prelude::v1::test]
+    fn the_flavor_picks_the_builder_as_tokio_does() {
+        let expand_to = |args: TokenStream2, kind| {
+            expand(args, quote! { async fn f() {} }, kind)
+                .unwrap()
+                .to_string()
+        };
+        let cases = [
+            (quote! {}, Kind::Main, "new_multi_thread"),
+            (quote! {}, Kind::Test, "new_current_thread"),
+            (
+                quote! { flavor = "current_thread" },
+                Kind::Main,
+                "new_current_thread",
+            ),
+            (
+                quote! { flavor = "multi_thread" },
+                Kind::Test,
+                "new_multi_thread",
+            ),
+            (quote! { processors = 2 }, Kind::Test, "new_multi_thread"),
+            (
+                quote! { flavor = "current_thread", worker_threads = 1 },
+                Kind::Test,
+                "new_current_thread",
+            ),
+        ];
+        for (args, kind, builder) in cases {
+            let out = expand_to(args.clone(), kind);
+            assert!(out.contains(builder), "{args}: {out}");
+        }
+        // Any function name, arguments included, for `main`.
+        let out = expand(
+            quote! {},
+            quote! { async fn serve(port: u16) -> u16 { port } },
+            Kind::Main,
+        )
+        .unwrap()
+        .to_string();
+        assert!(out.contains("fn serve (port : u16) -> u16"), "{out}");
     }
 }

@@ -7,7 +7,8 @@
 //! waited much longer, so no task starves as long as one processor is free to
 //! notice.
 //!
-//! The API follows tokio's shapes: [`Runtime`], [`Builder`], [`Handle`],
+//! The API follows tokio's shapes: [`Runtime`], [`Builder`], [`Handle`]
+//! (in [`runtime`], as in tokio, and here),
 //! [`spawn`], [`JoinHandle`], [`yield_now`]. Asynchronous I/O runs on one
 //! io_uring instance per processor, or on an epoll fallback (see [`io`]):
 //! [`time`] (sleep, timeout, interval), [`net`] (TCP, UDP, Unix sockets with
@@ -82,7 +83,7 @@ pub mod hyper;
 pub mod io;
 pub mod net;
 pub mod process;
-mod runtime;
+pub mod runtime;
 pub mod signal;
 pub mod task;
 pub mod time;
@@ -93,8 +94,9 @@ pub use runtime::{
 };
 pub use task::ProcessorId;
 
-/// Runs `async fn main` on a fairlane runtime; see the attribute's options
-/// in [`fairlane_macros::main`].
+/// Runs an `async fn` (usually `main`) on a fairlane runtime, multi-thread
+/// unless `flavor = "current_thread"` says otherwise; see the attribute's
+/// options in [`fairlane_macros::main`].
 ///
 /// # Example
 /// ```
@@ -105,7 +107,8 @@ pub use task::ProcessorId;
 /// # fn _unused() { main() }
 /// ```
 pub use fairlane_macros::main;
-/// Runs an `async fn` test on a fresh fairlane runtime; see
+/// Runs an `async fn` test on a fresh fairlane runtime, current-thread
+/// unless the options say otherwise (as tokio's); see
 /// [`fairlane_macros::test`].
 ///
 /// # Example

@@ -22,7 +22,9 @@ use std::time::{Duration, Instant};
 
 use fairlane_core::Host;
 
+use super::threads::ThreadSpec;
 use super::{context, wait_until, Handle};
+use crate::task::{self, Id};
 use crate::time::clock::Hold;
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -31,7 +33,20 @@ type Job = Box<dyn FnOnce() + Send>;
 /// processor to a replacement thread, so that the tasks queued on it run
 /// while `f` blocks, and takes it back afterwards (after the replacement
 /// finished the poll it is in). Elsewhere `f` just runs.
+///
+/// # Panics
+/// In the `block_on` of a current-thread runtime (its future or its
+/// tasks), as tokio does: that thread is the runtime's only processor, and
+/// nothing could run its tasks meanwhile.
+#[track_caller]
 pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
+    if context::drives_current_thread() {
+        panic!(
+            "task::block_in_place cannot be called on a current_thread runtime: the thread in \
+             block_on is its only processor, and its tasks would wait for `f`; use \
+             task::spawn_blocking, or a runtime from Builder::new_multi_thread"
+        );
+    }
     let Some((handle, p)) =
         context::with_current(|h| h.cluster.host().current_processor().map(|p| (h.clone(), p)))
             .flatten()
@@ -48,10 +63,12 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
     cluster.host().unregister_current();
     let context = context::enter_blocking(handle.clone());
     let replacement = {
-        let handle = handle.clone();
-        thread::Builder::new()
-            .name(format!("fairlane-replacement-{p}"))
-            .spawn(move || handle.run_processor(p, false))
+        let runner = handle.clone();
+        handle.shared.thread_spec.spawn(
+            &handle,
+            |_| format!("fairlane-replacement-{p}"),
+            move || runner.run_processor(p, false),
+        )
     };
     let result = catch_unwind(AssertUnwindSafe(f));
     if let Ok(replacement) = replacement {
@@ -82,27 +99,31 @@ pub(crate) struct BlockingPool {
     exited: Condvar,
     max_threads: usize,
     keep_alive: Duration,
-    thread_name: String,
+    spec: ThreadSpec,
 }
 
 #[derive(Default)]
 struct PoolState {
     queue: VecDeque<Job>,
+    /// Threads taking jobs (counted against `max_threads`).
     threads: usize,
+    /// Threads started and not yet finished, stop hook included (what
+    /// shutdown waits for).
+    alive: usize,
     idle: usize,
     shutdown: bool,
     next_thread: usize,
 }
 
 impl BlockingPool {
-    pub(crate) fn new(max_threads: usize, keep_alive: Duration, thread_name: String) -> Self {
+    pub(crate) fn new(max_threads: usize, keep_alive: Duration, spec: ThreadSpec) -> Self {
         Self {
             state: Mutex::new(PoolState::default()),
             work: Condvar::new(),
             exited: Condvar::new(),
             max_threads,
             keep_alive,
-            thread_name,
+            spec,
         }
     }
 
@@ -113,8 +134,9 @@ impl BlockingPool {
     }
 
     /// Queues `f` and returns a future of its result. `handle` is the
-    /// runtime the pool's threads make current.
-    pub(crate) fn run<F, R>(self: &Arc<Self>, handle: &Handle, f: F) -> BlockingResult<R>
+    /// runtime the pool's threads make current; `f` runs as task `id` (the
+    /// task awaiting the result), for `task::id`.
+    pub(crate) fn run<F, R>(self: &Arc<Self>, handle: &Handle, id: Id, f: F) -> BlockingResult<R>
     where
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
@@ -123,7 +145,10 @@ impl BlockingPool {
         // Held until the job has run (or is dropped) and woken its task:
         // a paused clock does not auto-advance meanwhile.
         let sender = Sender(oneshot.clone(), handle.clock().hold());
-        let job: Job = Box::new(move || sender.run(f));
+        let job: Job = Box::new(move || {
+            let _id = task::id::enter(Some(id));
+            sender.run(f)
+        });
         let mut state = self.lock();
         if state.shutdown {
             drop(state);
@@ -137,20 +162,26 @@ impl BlockingPool {
             let id = state.next_thread;
             state.next_thread += 1;
             state.threads += 1;
-            let (pool, handle) = (self.clone(), handle.clone());
-            let spawned = thread::Builder::new()
-                .name(format!("{}-blocking-{id}", self.thread_name))
-                .spawn(move || pool.thread_main(handle));
+            state.alive += 1;
+            let (pool, pool_handle) = (self.clone(), handle.clone());
+            let spawned = self.spec.spawn(
+                handle,
+                |prefix| format!("{prefix}-blocking-{id}"),
+                move || pool.thread_main(pool_handle),
+            );
             if spawned.is_err() {
                 // No new thread: the job waits for a running one to finish
                 // its current job (or, with none, is cancelled at shutdown).
                 state.threads -= 1;
+                state.alive -= 1;
             }
         }
         BlockingResult { oneshot }
     }
 
-    fn thread_main(self: Arc<Self>, handle: Handle) {
+    /// A pool thread's loop; the guard it returns counts the thread out
+    /// once dropped, after the stop hook.
+    fn thread_main(self: Arc<Self>, handle: Handle) -> Exited {
         let _context = context::enter_blocking(handle);
         let mut state = self.lock();
         loop {
@@ -176,7 +207,7 @@ impl BlockingPool {
         }
         state.threads -= 1;
         drop(state);
-        self.exited.notify_all();
+        Exited(self)
     }
 
     /// Drops the jobs not started, then waits until every thread has exited
@@ -189,9 +220,17 @@ impl BlockingPool {
         drop(state);
         drop(queued); // outside the lock: dropping a job wakes its task
         let state = self.lock();
-        drop(wait_until(&self.exited, state, deadline, |s| {
-            s.threads == 0
-        }));
+        drop(wait_until(&self.exited, state, deadline, |s| s.alive == 0));
+    }
+}
+
+/// Counts a pool thread out of `alive` when dropped.
+struct Exited(Arc<BlockingPool>);
+
+impl Drop for Exited {
+    fn drop(&mut self) {
+        self.0.lock().alive -= 1;
+        self.0.exited.notify_all();
     }
 }
 

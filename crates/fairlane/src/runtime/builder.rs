@@ -1,4 +1,7 @@
-//! The runtime's builder.
+//! The runtime's builder: tokio's settings here, fairlane's own in
+//! `builder/scheduling.rs`.
+
+mod scheduling;
 
 use std::io;
 use std::sync::Arc;
@@ -9,7 +12,9 @@ use fairlane_core::{Config, Executor};
 
 use super::blocking::BlockingPool;
 use super::cluster::{NamedExecutor, ProcessorThreads};
-use super::{Handle, Runtime, RuntimeShared};
+use super::current_thread::Seat;
+use super::threads::{ThreadName, ThreadSpec};
+use super::{Handle, Id, Runtime, RuntimeFlavor, RuntimeShared};
 use crate::host::StdHost;
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
@@ -18,29 +23,41 @@ use crate::time::clock::Clock;
 /// Configures and builds a [`Runtime`]. Methods take and return `&mut Self`,
 /// as tokio's builder does.
 ///
+/// Start from [`new_multi_thread`](Self::new_multi_thread) (processors on
+/// threads of their own, the default) or
+/// [`new_current_thread`](Self::new_current_thread) (one processor, driven
+/// by the thread in `block_on`), as with tokio. tokio's settings come
+/// first below; fairlane's own (clusters, lanes, helping, priorities, the
+/// I/O backend) follow.
+///
 /// # Example
 /// ```
-/// let rt = fairlane::Runtime::builder()
-///     .processors(2)
-///     .lanes_per_processor(2)
-///     .help_period(8)
-///     .help_factor_log2(1)
+/// use fairlane::runtime::Builder;
+///
+/// let rt = Builder::new_multi_thread()
+///     .worker_threads(2)
+///     .enable_all()
 ///     .thread_name("worker")
+///     .lanes_per_processor(2)
 ///     .build()?;
+/// assert_eq!(rt.block_on(rt.spawn(async { 1 + 1 })).unwrap(), 2);
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Clone, Debug)]
 pub struct Builder {
+    flavor: RuntimeFlavor,
     config: Config,
     /// Clusters besides the default one: name and processors.
     clusters: Vec<(String, usize)>,
     /// Processor slots per cluster, if set.
     max_processors: Option<usize>,
-    thread_name: String,
+    threads: ThreadSpec,
     max_blocking_threads: usize,
     thread_keep_alive: Duration,
     io_backend: Option<IoBackend>,
     start_paused: bool,
+    /// Accepted for tokio's sake; see `global_queue_interval`.
+    global_queue_interval: Option<u32>,
 }
 
 impl Default for Builder {
@@ -50,8 +67,10 @@ impl Default for Builder {
 }
 
 impl Builder {
-    /// Defaults: one processor per available core, 2 lanes each, a help check
-    /// every 8 pops, helping lanes twice as old as one's own.
+    /// A builder for a multi-thread runtime, as
+    /// [`new_multi_thread`](Self::new_multi_thread). Defaults: one processor
+    /// per available core, 2 lanes each, a help check every 8 pops, helping
+    /// lanes twice as old as one's own.
     ///
     /// # Example
     /// ```
@@ -61,209 +80,126 @@ impl Builder {
     pub fn new() -> Self {
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         Self {
+            flavor: RuntimeFlavor::MultiThread,
             config: Config::new(cores),
             clusters: Vec::new(),
             max_processors: None,
-            thread_name: "fairlane-processor".into(),
+            threads: ThreadSpec::default(),
             max_blocking_threads: 512,
             thread_keep_alive: Duration::from_secs(10),
             io_backend: None,
             start_paused: false,
+            global_queue_interval: None,
         }
     }
 
-    /// Starts the runtime with its clock paused (default false), as
-    /// [`time::pause`](crate::time::pause) called before any task runs:
-    /// [`time::Instant::now`](crate::time::Instant::now) stands still, and
-    /// timers fire when [`time::advance`](crate::time::advance) moves the
-    /// clock or, once the whole runtime is idle, at once by auto-advance.
-    /// For tests; `#[fairlane::test(start_paused = true)]` sets it. The
-    /// clock then starts at a whole millisecond of the runtime's timers, so
-    /// sleeps of whole milliseconds end exactly at their deadlines.
+    /// A builder for a multi-thread runtime: processors on threads of their
+    /// own (one per available core unless
+    /// [`worker_threads`](Self::worker_threads) says otherwise) run the
+    /// tasks, whether or not any thread is in `block_on`.
     ///
     /// # Example
     /// ```
-    /// use std::time::Duration;
-    /// use fairlane::time::{sleep, Instant};
-    /// let rt = fairlane::Runtime::builder().processors(2).start_paused(true).build()?;
-    /// rt.block_on(async {
-    ///     let start = Instant::now();
-    ///     sleep(Duration::from_secs(24 * 3600)).await; // returns at once
-    ///     assert_eq!(Instant::now() - start, Duration::from_secs(24 * 3600));
-    /// });
+    /// use fairlane::runtime::{Builder, RuntimeFlavor};
+    /// let rt = Builder::new_multi_thread().worker_threads(2).build()?;
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::MultiThread);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn start_paused(&mut self, paused: bool) -> &mut Self {
-        self.start_paused = paused;
-        self
+    pub fn new_multi_thread() -> Self {
+        Self::new()
     }
 
-    /// Forces the I/O backend. Without it, the environment variable
-    /// `FAIRLANE_IO_BACKEND` (`io_uring` or `fallback`) decides, and without
-    /// that io_uring is used where the kernel allows it. `build` fails if
-    /// io_uring is forced but unavailable.
+    /// A builder for a current-thread runtime, as tokio's: its one
+    /// processor is the thread inside [`Runtime::block_on`]. Tasks run
+    /// there, and only while some thread is in `Runtime::block_on`: a task
+    /// spawned before, or from another thread, runs once `block_on` is
+    /// called. Between `block_on` calls nothing runs, timers included. When
+    /// several threads call `Runtime::block_on` at once, one drives the
+    /// tasks and the others wait for their own futures (and take over
+    /// when it returns). [`Handle::block_on`] does not drive the tasks, as
+    /// with tokio. The runtime starts no thread of its own but the
+    /// blocking pool's.
+    ///
+    /// Settings about more processors (`worker_threads`, `processors`,
+    /// `max_processors`, `lanes_per_processor`) have no effect, and
+    /// [`cluster`](Self::cluster) makes `build` fail.
     ///
     /// # Example
     /// ```
-    /// use fairlane::io::IoBackend;
-    /// let rt = fairlane::Runtime::builder().io_backend(IoBackend::Fallback).build()?;
-    /// assert_eq!(rt.io_backend(), IoBackend::Fallback);
+    /// use fairlane::runtime::{Builder, RuntimeFlavor};
+    /// let rt = Builder::new_current_thread().enable_all().build()?;
+    /// let caller = std::thread::current().id();
+    /// let task = rt.spawn(async { std::thread::current().id() });
+    /// // The task runs on the thread in `block_on`.
+    /// assert_eq!(rt.block_on(task).unwrap(), caller);
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::CurrentThread);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn io_backend(&mut self, backend: IoBackend) -> &mut Self {
-        self.io_backend = Some(backend);
-        self
+    pub fn new_current_thread() -> Self {
+        let mut builder = Self::new();
+        builder.flavor = RuntimeFlavor::CurrentThread;
+        builder
     }
 
-    /// Number of processors (OS threads running tasks). At least 1.
+    /// Accepted for tokio's sake: fairlane's I/O and timers are always on.
     ///
     /// # Example
     /// ```
-    /// let err = fairlane::Runtime::builder().processors(0).build().unwrap_err();
-    /// assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
-    /// ```
-    pub fn processors(&mut self, n: usize) -> &mut Self {
-        self.config.processors = n;
-        self
-    }
-
-    /// Adds a cluster named `name` with `processors` processors of its own,
-    /// besides the default cluster (named `"default"`, sized by
-    /// [`processors`](Self::processors)). Tasks run only on the processors
-    /// of their cluster; [`Runtime::cluster`] finds it by name. Names must be
-    /// unique and processors at least 1.
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).cluster("background", 1).build()?;
-    /// assert_eq!(rt.clusters().len(), 2);
-    /// let err = fairlane::Runtime::builder().cluster("default", 1).build().unwrap_err();
-    /// assert!(err.to_string().contains("default"));
+    /// let rt = fairlane::runtime::Builder::new_current_thread().enable_all().build()?;
+    /// rt.block_on(fairlane::time::sleep(std::time::Duration::from_millis(1)));
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn cluster(&mut self, name: impl Into<String>, processors: usize) -> &mut Self {
-        self.clusters.push((name.into(), processors));
+    pub fn enable_all(&mut self) -> &mut Self {
         self
     }
 
-    /// Processor slots of every cluster: the most processors a cluster can
-    /// have at once through [`Cluster::add_processor`](crate::Cluster::add_processor) (default: as many as
-    /// it starts with, or the machine's cores if more). At least each
-    /// cluster's starting processors, at most 4096. Each slot costs about
-    /// 1.5 KiB.
+    /// Accepted for tokio's sake: fairlane's I/O driver is always on.
     ///
     /// # Example
     /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).max_processors(4).build()?;
-    /// let cluster = rt.handle().cluster();
-    /// let added = cluster.add_processor()?;
-    /// assert_eq!(cluster.processors().len(), 2);
-    /// cluster.remove_processor(added)?;
+    /// let rt = fairlane::runtime::Builder::new_multi_thread().enable_io().build()?;
+    /// rt.block_on(async { fairlane::net::UdpSocket::bind("127.0.0.1:0").await })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn max_processors(&mut self, n: usize) -> &mut Self {
-        self.max_processors = Some(n);
+    pub fn enable_io(&mut self) -> &mut Self {
         self
     }
 
-    /// Normal-priority lanes each processor owns (default 2). At least 1.
-    /// Each processor also has one lane per other priority class.
+    /// Accepted for tokio's sake: fairlane's timers are always on.
     ///
     /// # Example
     /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).lanes_per_processor(4).build()?;
+    /// let rt = fairlane::runtime::Builder::new_multi_thread().enable_time().build()?;
+    /// rt.block_on(fairlane::time::sleep(std::time::Duration::from_millis(1)));
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn lanes_per_processor(&mut self, n: usize) -> &mut Self {
-        self.config.lanes_per_processor = n;
+    pub fn enable_time(&mut self) -> &mut Self {
         self
     }
 
-    /// A help target is drawn every `pops` pops and checked on the next one
-    /// (default 8). 0 disables helping: a task behind a processor stuck in a
-    /// task that never yields then waits until that processor is free.
+    /// tokio's name for [`processors`](Self::processors): the number of
+    /// processors (worker threads) of a multi-thread runtime. No effect on a
+    /// current-thread runtime, as with tokio. At least 1: `build` fails
+    /// with `InvalidInput` for 0.
     ///
     /// # Example
     /// ```
-    /// let rt = fairlane::Runtime::builder().processors(2).help_period(4).build()?;
+    /// let rt = fairlane::runtime::Builder::new_multi_thread().worker_threads(3).build()?;
+    /// assert_eq!(rt.metrics().processors.len(), 3);
+    /// let err = fairlane::runtime::Builder::new_multi_thread().worker_threads(0).build();
+    /// assert_eq!(err.unwrap_err().kind(), std::io::ErrorKind::InvalidInput);
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub fn help_period(&mut self, pops: u32) -> &mut Self {
-        self.config.help_period = pops;
-        self
+    pub fn worker_threads(&mut self, n: usize) -> &mut Self {
+        self.processors(n)
     }
 
-    /// A processor helps another when `their age / 2^factor > own age`
-    /// (default 1: twice as old). At most 63. A processor that keeps
-    /// scheduling is helped so only at one check in 8; at the others, only
-    /// once it has not scheduled for longer than the helper's own age and
-    /// than the helper's own last 32 or so iterations (it is stuck in a
-    /// task, or its thread is not running).
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(2).help_factor_log2(2).build()?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn help_factor_log2(&mut self, factor: u32) -> &mut Self {
-        self.config.help_factor_log2 = factor;
-        self
-    }
-
-    /// Rounds of a short spin (64 pause hints each, looking for work
-    /// between them) a processor makes before it goes to sleep (default
-    /// 4; 0 sleeps at once). Spinning saves a sleep and wake-up when work
-    /// arrives right away, and costs CPU that other threads of a shared
-    /// machine could use when it does not.
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(2).spin_rounds(0).build()?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn spin_rounds(&mut self, rounds: u32) -> &mut Self {
-        self.config.spin_rounds = rounds;
-        self
-    }
-
-    /// How long, in clock ticks of the scheduler (the time-stamp counter
-    /// on x86_64, nanoseconds elsewhere), the tasks made ready by a
-    /// processor's own I/O and timers may wait on its lanes before a
-    /// sleeping processor is woken to share them; also the most its oldest
-    /// task may have waited for it to be handed the work of a processor
-    /// that would otherwise wake up for it (default `1 << 22`, about 1.6 ms
-    /// at 2.6 GHz). Lower spreads a server's connections over more
-    /// processors sooner; higher keeps them on fewer, with fewer wake-ups.
-    /// See `fairlane-core`'s `idle.md`, "Kept tasks".
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(2).grow_after(1 << 20).build()?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn grow_after(&mut self, ticks: u64) -> &mut Self {
-        self.config.grow_after = ticks;
-        self
-    }
-
-    /// How many polls of other classes' tasks a ready normal- or
-    /// low-priority task at the head of its lane waits at most on its
-    /// processor (default 8; at least 1). See
-    /// [`task::Builder::priority`](crate::task::Builder::priority).
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).priority_bound(4).build()?;
-    /// let err = fairlane::Runtime::builder().priority_bound(0).build().unwrap_err();
-    /// assert!(err.to_string().contains("priority_bound"));
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn priority_bound(&mut self, polls: u32) -> &mut Self {
-        self.config.priority_bound = polls;
-        self
-    }
-
-    /// Prefix of the processor threads' names (`{name}-{index}`).
+    /// Names the threads the runtime starts, from this prefix: processors
+    /// `{name}-{index}` (`{name}-{cluster}-{index}` in a named cluster),
+    /// blocking-pool threads `{name}-blocking-{n}` (default prefix
+    /// `fairlane-processor`). tokio gives every thread the name itself; the
+    /// suffixes tell fairlane's threads apart. For names of your own, see
+    /// [`thread_name_fn`](Self::thread_name_fn).
     ///
     /// # Example
     /// ```
@@ -273,7 +209,112 @@ impl Builder {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
-        self.thread_name = name.into();
+        self.threads.name = ThreadName::Prefix(name.into());
+        self
+    }
+
+    /// Names every thread the runtime starts (processors, blocking-pool
+    /// threads, `block_in_place` replacements) by calling `f` on the
+    /// starting side, as tokio's option of that name; replaces
+    /// [`thread_name`](Self::thread_name).
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// static NEXT: AtomicUsize = AtomicUsize::new(0);
+    /// let rt = fairlane::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(1)
+    ///     .thread_name_fn(|| format!("mine-{}", NEXT.fetch_add(1, Ordering::Relaxed)))
+    ///     .build()?;
+    /// let name = rt.block_on(rt.spawn(async { std::thread::current().name().map(String::from) }));
+    /// assert!(name.unwrap().unwrap().starts_with("mine-"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn thread_name_fn<F>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn() -> String + Send + Sync + 'static,
+    {
+        self.threads.name = ThreadName::Fn(Arc::new(f));
+        self
+    }
+
+    /// The stack size, in bytes, of every thread the runtime starts
+    /// (default: std's, 2 MiB unless `RUST_MIN_STACK` says otherwise).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(1)
+    ///     .thread_stack_size(4 << 20)
+    ///     .build()?;
+    /// let deep = rt.spawn(async { [0u8; 1 << 20].iter().map(|&b| b as u32).sum::<u32>() });
+    /// assert_eq!(rt.block_on(deep).unwrap(), 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn thread_stack_size(&mut self, bytes: usize) -> &mut Self {
+        self.threads.stack_size = Some(bytes);
+        self
+    }
+
+    /// Runs `f` on every thread the runtime starts (processors,
+    /// blocking-pool threads, `block_in_place` replacements), first thing,
+    /// with the runtime current ([`Handle::current`] works), as tokio's
+    /// option of that name. A current-thread runtime starts only
+    /// blocking-pool threads. A panic in `f` is reported (a `tracing`
+    /// error) and the thread goes on.
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let started = Arc::new(AtomicUsize::new(0));
+    /// let count = started.clone();
+    /// let rt = fairlane::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(2)
+    ///     .on_thread_start(move || {
+    ///         count.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()?;
+    /// rt.block_on(rt.spawn_blocking(|| ())).unwrap();
+    /// drop(rt); // joins the processors; the blocking thread has started too
+    /// assert_eq!(started.load(Ordering::Relaxed), 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn on_thread_start<F>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.threads.on_start = Some(Arc::new(f));
+        self
+    }
+
+    /// Runs `f` on every thread the runtime starts, last thing before the
+    /// thread exits (a processor's at shutdown or removal, a blocking-pool
+    /// thread's after its idle keep-alive or at shutdown), with the
+    /// runtime current, as tokio's option of that name. A panic in `f` is
+    /// reported (a `tracing` error).
+    ///
+    /// # Example
+    /// ```
+    /// use std::sync::atomic::{AtomicUsize, Ordering};
+    /// use std::sync::Arc;
+    /// let stopped = Arc::new(AtomicUsize::new(0));
+    /// let count = stopped.clone();
+    /// let rt = fairlane::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(2)
+    ///     .on_thread_stop(move || {
+    ///         count.fetch_add(1, Ordering::Relaxed);
+    ///     })
+    ///     .build()?;
+    /// drop(rt); // joins the processor threads
+    /// assert_eq!(stopped.load(Ordering::Relaxed), 2);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn on_thread_stop<F>(&mut self, f: F) -> &mut Self
+    where
+        F: Fn() + Send + Sync + 'static,
+    {
+        self.threads.on_stop = Some(Arc::new(f));
         self
     }
 
@@ -306,7 +347,69 @@ impl Builder {
         self
     }
 
-    /// Builds the runtime and starts its processors.
+    /// Accepted for tokio's sake, with no effect: tokio's processors look
+    /// for I/O and timer events every `ticks` tasks; fairlane's look at
+    /// every scheduling iteration, and a current-thread runtime polls the
+    /// future in `block_on` as soon as it is woken (after the task it is
+    /// running, or after the tasks already ready when the future woke
+    /// itself).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::runtime::Builder::new_current_thread().event_interval(31).build()?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn event_interval(&mut self, ticks: u32) -> &mut Self {
+        let _ = ticks;
+        self
+    }
+
+    /// Accepted for tokio's sake, with no effect on scheduling: fairlane
+    /// has no global queue besides its lanes, and age-based helping decides
+    /// when a task waiting elsewhere runs. At least 1, as with tokio:
+    /// `build` fails with `InvalidInput` for 0.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::runtime::Builder::new_multi_thread().global_queue_interval(31).build()?;
+    /// let err = fairlane::runtime::Builder::new_multi_thread().global_queue_interval(0).build();
+    /// assert!(err.unwrap_err().to_string().contains("global_queue_interval"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn global_queue_interval(&mut self, ticks: u32) -> &mut Self {
+        self.global_queue_interval = Some(ticks);
+        self
+    }
+
+    /// Starts the runtime with its clock paused (default false), as
+    /// [`time::pause`](crate::time::pause) called before any task runs:
+    /// [`time::Instant::now`](crate::time::Instant::now) stands still, and
+    /// timers fire when [`time::advance`](crate::time::advance) moves the
+    /// clock or, once the whole runtime is idle, at once by auto-advance.
+    /// For tests; `#[fairlane::test(start_paused = true)]` sets it. The
+    /// clock then starts at a whole millisecond of the runtime's timers, so
+    /// sleeps of whole milliseconds end exactly at their deadlines.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// use fairlane::time::{sleep, Instant};
+    /// let rt = fairlane::Runtime::builder().processors(2).start_paused(true).build()?;
+    /// rt.block_on(async {
+    ///     let start = Instant::now();
+    ///     sleep(Duration::from_secs(24 * 3600)).await; // returns at once
+    ///     assert_eq!(Instant::now() - start, Duration::from_secs(24 * 3600));
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn start_paused(&mut self, paused: bool) -> &mut Self {
+        self.start_paused = paused;
+        self
+    }
+
+    /// Builds the runtime and starts its processors (a multi-thread
+    /// runtime's; a current-thread runtime's processor is the thread in
+    /// `block_on`).
     ///
     /// # Errors
     /// `InvalidInput` naming the setting when one is out of range; the
@@ -329,11 +432,30 @@ impl Builder {
                 "max_blocking_threads must be at least 1 (got 0)".into(),
             ));
         }
+        if self.global_queue_interval == Some(0) {
+            return Err(invalid(
+                "global_queue_interval must be at least 1 (got 0)".into(),
+            ));
+        }
+        let current_thread = self.flavor == RuntimeFlavor::CurrentThread;
+        if current_thread {
+            if let Some((name, _)) = self.clusters.first() {
+                return Err(invalid(format!(
+                    "a current_thread runtime has one processor, the thread in block_on: it has \
+                     no cluster \"{name}\" (use Builder::new_multi_thread for clusters)"
+                )));
+            }
+        }
         let cores = thread::available_parallelism().map_or(1, |n| n.get());
         let backend = crate::io::select(self.io_backend)?;
         let backend_requested = self.io_backend.is_some()
             || std::env::var(crate::io::ENV_VAR).is_ok_and(|v| !v.trim().is_empty());
-        let mut specs = vec![("default".to_owned(), self.config.processors)];
+        let default_processors = if current_thread {
+            1
+        } else {
+            self.config.processors
+        };
+        let mut specs = vec![("default".to_owned(), default_processors)];
         for (name, processors) in &self.clusters {
             if specs.iter().any(|(n, _)| n == name) {
                 return Err(invalid(format!(
@@ -352,6 +474,14 @@ impl Builder {
                 Some(max) => max,
                 None => processors.max(cores).min(fairlane_core::MAX_PROCESSORS),
             };
+            if current_thread {
+                // One processor, never resized; one lane, so that ready
+                // tasks run in the order they became ready (the future in
+                // `block_on` relies on it to let them run first, see
+                // `current_thread.rs`).
+                config.max_processors = 1;
+                config.lanes_per_processor = 1;
+            }
             config.validate().map_err(|e| {
                 invalid(if name == "default" {
                     e.to_string()
@@ -391,16 +521,23 @@ impl Builder {
             blocking: Arc::new(BlockingPool::new(
                 self.max_blocking_threads,
                 self.thread_keep_alive,
-                self.thread_name.clone(),
+                self.threads.clone(),
             )),
             signal: Arc::default(),
             threads: ProcessorThreads::default(),
-            thread_name: self.thread_name.clone(),
+            thread_spec: self.threads.clone(),
+            flavor: self.flavor,
+            seat: Seat::default(),
+            id: Id::next(),
         });
         let runtime = Runtime {
             handle: Handle::for_cluster(shared.clone(), 0),
             shut_down: false,
         };
+        if current_thread {
+            // Its processor runs on the threads that call `block_on`.
+            return Ok(runtime);
+        }
         for index in 0..shared.clusters.len() {
             let handle = Handle::for_cluster(shared.clone(), index);
             for id in handle.cluster.processor_ids() {

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use fairlane_core::{AffinityError, Host, ProcessorId, RemoveError};
 
-use super::{context, wait_until, ExecutorRef, Handle, RuntimeShared};
+use super::{context, wait_until, ExecutorRef, Handle, RuntimeFlavor, RuntimeShared};
 use crate::task::JoinHandle;
 
 /// The executor of one of a runtime's clusters, and the cluster's name.
@@ -52,10 +52,12 @@ struct ThreadState {
 }
 
 impl RuntimeShared {
-    /// Starts a processor thread running `body`.
+    /// Starts a processor thread running `body`, named (with a prefix) by
+    /// `named`; see [`ThreadSpec::spawn`](super::threads::ThreadSpec::spawn).
     pub(crate) fn spawn_processor_thread(
         self: &Arc<Self>,
-        name: String,
+        handle: &Handle,
+        named: impl FnOnce(&str) -> String,
         body: impl FnOnce() + Send + 'static,
     ) -> io::Result<()> {
         // Counted before the thread starts, so that a shutdown waiting for
@@ -70,9 +72,10 @@ impl RuntimeShared {
             }
         }
         let leave = Leave(self.clone());
-        let handle = thread::Builder::new().name(name).spawn(move || {
-            let _leave = leave;
+        let handle = self.thread_spec.spawn(handle, named, move || {
             body();
+            // Dropped after the stop hook.
+            leave
         })?;
         self.threads.lock().handles.push(handle);
         Ok(())
@@ -198,7 +201,8 @@ impl Cluster {
     /// Fails with `InvalidInput` when the cluster already has
     /// [`Builder::max_processors`](crate::Builder::max_processors)
     /// processors (a removed processor's slot is free again once its thread
-    /// has left), or with the OS error if the thread cannot be started.
+    /// has left), or with the OS error if the thread cannot be started; with
+    /// `Unsupported` on a current-thread runtime.
     ///
     /// # Example
     /// ```
@@ -210,6 +214,7 @@ impl Cluster {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn add_processor(&self) -> io::Result<ProcessorId> {
+        self.refuse_on_current_thread("add_processor")?;
         let core = &self.handle.cluster;
         let Some(id) = core.add_processor() else {
             return Err(io::Error::new(
@@ -247,7 +252,8 @@ impl Cluster {
     /// moment), so from a task, prefer calling it inside
     /// [`spawn_blocking`](crate::task::spawn_blocking). Fails with
     /// `InvalidInput` for a processor that is not the cluster's (any more)
-    /// and for the cluster's last processor.
+    /// and for the cluster's last processor; with `Unsupported` on a
+    /// current-thread runtime.
     ///
     /// # Example
     /// ```
@@ -261,6 +267,7 @@ impl Cluster {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn remove_processor(&self, id: ProcessorId) -> io::Result<()> {
+        self.refuse_on_current_thread("remove_processor")?;
         self.handle.cluster.remove_processor(id).map_err(|e| {
             let what = match e {
                 RemoveError::NoSuchProcessor => {
@@ -270,6 +277,21 @@ impl Cluster {
             };
             io::Error::new(io::ErrorKind::InvalidInput, what)
         })
+    }
+
+    /// A current-thread runtime's one processor is the thread in
+    /// `block_on`: it is neither added to nor removed.
+    fn refuse_on_current_thread(&self, what: &str) -> io::Result<()> {
+        if self.handle.shared.flavor == RuntimeFlavor::CurrentThread {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                format!(
+                    "Cluster::{what}: a current_thread runtime has exactly one processor, the \
+                     thread in block_on (use Builder::new_multi_thread to resize)"
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Moves the calling task to this cluster: once the returned future has

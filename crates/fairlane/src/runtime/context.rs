@@ -41,6 +41,16 @@ pub(crate) fn is_blocking_thread_of(handle: &Handle) -> bool {
     })
 }
 
+/// Whether this thread drives a current-thread runtime: it is in that
+/// runtime's `block_on` (polling the future, or running a task there).
+pub(crate) fn drives_current_thread() -> bool {
+    CURRENT.with(|c| {
+        c.borrow().as_ref().is_some_and(|c| {
+            c.role == Role::Driving && c.handle.shared.flavor == super::RuntimeFlavor::CurrentThread
+        })
+    })
+}
+
 /// Marks this thread as driving `handle`'s runtime until the guard drops.
 ///
 /// # Panics

@@ -4,11 +4,14 @@ use std::fmt;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::time::Instant;
 
-use super::{block_on, context, Cluster, ExecutorRef, RuntimeMetrics, RuntimeShared};
+use super::{
+    block_on, context, Cluster, ExecutorRef, Id, RuntimeFlavor, RuntimeMetrics, RuntimeShared,
+};
 use crate::io::driver::Driver;
 use crate::io::IoBackend;
-use crate::task::{spawn_on, JoinHandle};
+use crate::task::{self, spawn_on, JoinHandle};
 use crate::time::clock::Clock;
 
 /// A cheap, cloneable reference to a runtime, usable from any thread.
@@ -140,7 +143,21 @@ impl Handle {
         F: Future + Send + 'static,
         F::Output: Send + 'static,
     {
-        spawn_on(&self.cluster, future, options)
+        self.spawn_as(future, options, task::Id::next())
+    }
+
+    /// [`spawn_with`](Self::spawn_with) as task `id`.
+    pub(crate) fn spawn_as<F>(
+        &self,
+        future: F,
+        options: fairlane_core::SpawnOptions,
+        id: task::Id,
+    ) -> Result<JoinHandle<F::Output>, fairlane_core::AffinityError>
+    where
+        F: Future + Send + 'static,
+        F::Output: Send + 'static,
+    {
+        spawn_on(&self.cluster, future, options, id)
     }
 
     /// Runs the blocking closure `f` on the runtime's blocking pool; see
@@ -161,11 +178,19 @@ impl Handle {
         F: FnOnce() -> R + Send + 'static,
         R: Send + 'static,
     {
-        let result = self.shared.blocking.run(self, f);
-        self.spawn(result)
+        // The closure runs as the task that awaits its result.
+        let id = task::Id::next();
+        let result = self.shared.blocking.run(self, id, f);
+        match self.spawn_as(result, fairlane_core::SpawnOptions::default(), id) {
+            Ok(handle) => handle,
+            Err(_) => unreachable!("default spawn options are always valid"),
+        }
     }
 
     /// Runs `future` on the calling thread; see [`Runtime::block_on`](crate::Runtime::block_on).
+    /// On a current-thread runtime this does not run the runtime's tasks
+    /// (as with tokio): they run while some thread is in
+    /// `Runtime::block_on`, so a future that waits for them needs one.
     ///
     /// # Example
     /// ```
@@ -179,6 +204,36 @@ impl Handle {
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
         let _guard = context::enter(self.clone());
         block_on::run(future, &self.shared.clock)
+    }
+
+    /// Which flavor of runtime this is a handle to.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::runtime::{Builder, Handle, RuntimeFlavor};
+    ///
+    /// let rt = Builder::new_current_thread().build()?;
+    /// let flavor = rt.block_on(async { Handle::current().runtime_flavor() });
+    /// assert_eq!(flavor, RuntimeFlavor::CurrentThread);
+    /// let rt = Builder::new_multi_thread().build()?;
+    /// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::MultiThread);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn runtime_flavor(&self) -> RuntimeFlavor {
+        self.shared.flavor
+    }
+
+    /// The [`Id`] of this handle's runtime.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let inside = rt.block_on(rt.spawn(async { fairlane::Handle::current().id() })).unwrap();
+    /// assert_eq!(inside, rt.handle().id());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn id(&self) -> Id {
+        self.shared.id
     }
 
     /// The I/O backend of this runtime; see [`Runtime::io_backend`](crate::Runtime::io_backend).
@@ -255,6 +310,21 @@ impl Handle {
         }
     }
 
+    /// Runs `future` on the calling thread as `Runtime::block_on` does (the
+    /// caller has entered the runtime): on a current-thread runtime this
+    /// thread runs the processor while the future waits. Gives up (`None`)
+    /// once `deadline` has passed.
+    pub(crate) fn drive_until<F: Future>(
+        &self,
+        future: F,
+        deadline: Option<Instant>,
+    ) -> Option<F::Output> {
+        match self.shared.flavor {
+            RuntimeFlavor::CurrentThread => block_on::drive_until(future, deadline, self),
+            RuntimeFlavor::MultiThread => block_on::run_until(future, deadline, self.clock()),
+        }
+    }
+
     pub(crate) fn same_runtime(&self, other: &Handle) -> bool {
         Arc::ptr_eq(&self.shared, &other.shared)
     }
@@ -281,13 +351,14 @@ impl Handle {
 
     /// Starts the thread of processor `p` of this handle's cluster.
     pub(crate) fn start_processor_thread(&self, p: usize) -> io::Result<()> {
-        let name = match self.cluster().name() {
-            "default" => format!("{}-{p}", self.shared.thread_name),
-            cluster => format!("{}-{cluster}-{p}", self.shared.thread_name),
+        let cluster = self.cluster();
+        let named = |prefix: &str| match cluster.name() {
+            "default" => format!("{prefix}-{p}"),
+            cluster => format!("{prefix}-{cluster}-{p}"),
         };
         let handle = self.clone();
         self.shared
-            .spawn_processor_thread(name, move || handle.run_processor(p, true))
+            .spawn_processor_thread(self, named, move || handle.run_processor(p, true))
     }
 }
 

@@ -1,22 +1,43 @@
 //! The runtime: processors as OS threads around `fairlane-core` clusters.
 //!
+//! The paths are tokio's: `fairlane::runtime::{Runtime, Builder, Handle}`
+//! (also at the crate root), with a multi-thread flavor (processors on
+//! threads of their own) and a current-thread one (one processor, driven
+//! by the thread in `block_on`).
+//!
+//! # Example
+//! ```
+//! use fairlane::runtime::{Builder, Handle, Runtime, RuntimeFlavor};
+//!
+//! let rt: Runtime = Builder::new_current_thread().enable_all().build()?;
+//! let flavor = rt.block_on(async { Handle::current().runtime_flavor() });
+//! assert_eq!(flavor, RuntimeFlavor::CurrentThread);
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
 //! One concept a file: the [`Runtime`] itself (`runtime.rs`), its
 //! [`Builder`] (`builder.rs`), [`Handle`]s to it (`handle.rs`), clusters and
-//! their processor threads (`cluster.rs`), running a future on the calling
-//! thread (`block_on.rs`), the blocking pool (`blocking.rs`), the
+//! their processor threads (`cluster.rs`), the threads it starts
+//! (`threads.rs`), running a future on the calling thread (`block_on.rs`)
+//! and, on a current-thread runtime, driving the processor meanwhile
+//! (`current_thread.rs`), the blocking pool (`blocking.rs`), the
 //! thread-local context (`context.rs`), shutting down (`shutdown.rs`) and
-//! the counters (`metrics.rs`). What every part shares is here.
+//! the counters (`metrics.rs`), its [`Id`] (`id.rs`). What every part
+//! shares is here.
 
 mod block_on;
 mod blocking;
 mod builder;
 mod cluster;
 pub(crate) mod context;
+mod current_thread;
 mod handle;
+mod id;
 mod metrics;
 #[allow(clippy::module_inception)]
 mod runtime;
 mod shutdown;
+mod threads;
 
 use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::Instant;
@@ -29,8 +50,9 @@ pub use self::builder::Builder;
 pub use self::cluster::{Cluster, MigrateHere};
 use self::cluster::{NamedExecutor, ProcessorThreads};
 pub use self::handle::{EnterGuard, Handle, TryCurrentError};
+pub use self::id::Id;
 pub use self::metrics::{ProcessorMetrics, RuntimeMetrics};
-pub use self::runtime::Runtime;
+pub use self::runtime::{Runtime, RuntimeFlavor};
 pub(crate) use self::shutdown::ShutdownSignal;
 use crate::host::StdHost;
 use crate::time::clock::Clock;
@@ -73,5 +95,10 @@ pub(crate) struct RuntimeShared {
     pub(crate) blocking: Arc<BlockingPool>,
     pub(crate) signal: Arc<ShutdownSignal>,
     pub(crate) threads: ProcessorThreads,
-    pub(crate) thread_name: String,
+    /// How the runtime's threads are started.
+    pub(crate) thread_spec: threads::ThreadSpec,
+    pub(crate) flavor: RuntimeFlavor,
+    /// Who drives the processor of a current-thread runtime.
+    pub(crate) seat: current_thread::Seat,
+    pub(crate) id: Id,
 }

@@ -8,7 +8,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::shutdown::shut_down;
-use super::{block_on, context, Builder, Cluster, EnterGuard, Handle, RuntimeMetrics};
+use super::{context, Builder, Cluster, EnterGuard, Handle, RuntimeMetrics};
 use crate::io::IoBackend;
 use crate::task::JoinHandle;
 
@@ -46,6 +46,26 @@ pub struct Runtime {
     pub(super) shut_down: bool,
 }
 
+/// The flavor of a [`Runtime`], as [`Handle::runtime_flavor`] tells it:
+/// which of [`Builder::new_multi_thread`] and
+/// [`Builder::new_current_thread`] built it.
+///
+/// # Example
+/// ```
+/// use fairlane::runtime::{Builder, RuntimeFlavor};
+/// let rt = Builder::new_current_thread().build()?;
+/// assert_eq!(rt.handle().runtime_flavor(), RuntimeFlavor::CurrentThread);
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RuntimeFlavor {
+    /// One processor, run by the thread inside `Runtime::block_on`.
+    CurrentThread,
+    /// Processors on threads of their own.
+    MultiThread,
+}
+
 impl Runtime {
     /// A runtime with one processor per available core.
     ///
@@ -72,7 +92,9 @@ impl Runtime {
 
     /// Runs `future` to completion on the calling thread, with this runtime as
     /// the context of `fairlane::spawn` and [`Handle::current`]. Tasks it
-    /// spawns run on the processors.
+    /// spawns run on the processors: on a multi-thread runtime, the
+    /// processors' own threads; on a current-thread runtime, this thread,
+    /// while `future` waits (see [`Builder::new_current_thread`]).
     ///
     /// # Panics
     /// When called from a task or from inside another `block_on`.
@@ -81,11 +103,22 @@ impl Runtime {
     /// ```
     /// let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// assert_eq!(rt.block_on(async { "hi" }), "hi");
+    ///
+    /// // Tasks of a current-thread runtime run only inside `block_on`.
+    /// let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// let (tx, rx) = std::sync::mpsc::channel();
+    /// rt.spawn(async move { tx.send("ran").unwrap() });
+    /// assert!(rx.try_recv().is_err()); // not yet
+    /// rt.block_on(fairlane::yield_now());
+    /// assert_eq!(rx.try_recv(), Ok("ran"));
     /// # Ok::<(), std::io::Error>(())
     /// ```
     #[track_caller]
     pub fn block_on<F: Future>(&self, future: F) -> F::Output {
-        self.handle.block_on(future)
+        let _guard = context::enter(self.handle.clone());
+        self.handle
+            .drive_until(future, None)
+            .expect("no deadline, so the future completed")
     }
 
     /// Spawns a task on this runtime; see [`fairlane::spawn`](crate::spawn).
@@ -201,6 +234,34 @@ impl Runtime {
         self.shutdown(Some(timeout));
     }
 
+    /// Shuts down without waiting for the processors or the blocking pool:
+    /// [`shutdown_timeout`](Self::shutdown_timeout) with a zero timeout, as
+    /// tokio's. Every task that is not in a poll is cancelled before it
+    /// returns; threads still busy (a blocking closure, a task that never
+    /// yields) finish on their own.
+    ///
+    /// # Panics
+    /// From one of its own tasks or blocking closures, as dropping it does
+    /// (see [`Runtime`]).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let (started, wait) = std::sync::mpsc::channel();
+    /// rt.spawn_blocking(move || {
+    ///     started.send(()).unwrap();
+    ///     std::thread::sleep(std::time::Duration::from_secs(3600));
+    /// });
+    /// let pending = rt.spawn(std::future::pending::<()>());
+    /// wait.recv().unwrap();
+    /// rt.shutdown_background(); // does not wait the hour
+    /// assert!(futures_lite::future::block_on(pending).unwrap_err().is_cancelled());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn shutdown_background(self) {
+        self.shutdown_timeout(Duration::ZERO);
+    }
+
     /// Shuts down gracefully: waits for every task that is not a background
     /// task to finish (as long as that takes), then raises
     /// [`fairlane::task::shutdown_requested`](crate::task::shutdown_requested)
@@ -240,20 +301,16 @@ impl Runtime {
             .any(|c| c.cluster.live_foreground_tasks() != 0)
         {
             for entry in clusters.iter() {
-                block_on::run(
-                    entry.cluster.tasks_finished(false),
-                    &self.handle.shared.clock,
-                );
+                self.handle
+                    .drive_until(entry.cluster.tasks_finished(false), None);
             }
         }
         self.handle.shared.signal.raise();
-        let deadline = Some(Instant::now() + grace);
+        // A grace too long to add is no deadline.
+        let deadline = Instant::now().checked_add(grace);
         for entry in clusters.iter() {
-            block_on::run_until(
-                entry.cluster.tasks_finished(true),
-                deadline,
-                &self.handle.shared.clock,
-            );
+            self.handle
+                .drive_until(entry.cluster.tasks_finished(true), deadline);
         }
         drop(_guard);
         self.shutdown(None);

@@ -18,7 +18,8 @@ pub(super) fn shut_down(handle: &Handle, timeout: Option<Duration>) {
     for entry in shared.clusters.iter() {
         entry.cluster.shutdown();
     }
-    let deadline = timeout.map(|t| Instant::now() + t);
+    // A timeout too long to add (`Duration::MAX`) is no deadline.
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
     // Threads still in a task after the deadline are detached; they exit
     // after its poll.
     shared.threads.join_all(deadline);

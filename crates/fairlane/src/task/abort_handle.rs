@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use super::Id;
+
 /// Aborts a task without owning it; see [`JoinHandle::abort_handle`](crate::JoinHandle::abort_handle).
 ///
 /// # Example
@@ -17,6 +19,7 @@ use std::fmt;
 #[derive(Clone)]
 pub struct AbortHandle {
     pub(super) inner: fairlane_core::AbortHandle,
+    pub(super) id: Id,
 }
 
 impl AbortHandle {
@@ -48,11 +51,25 @@ impl AbortHandle {
     pub fn is_finished(&self) -> bool {
         self.inner.is_finished()
     }
+
+    /// The task's [`Id`], as [`JoinHandle::id`](crate::JoinHandle::id).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(async {});
+    /// assert_eq!(handle.abort_handle().id(), handle.id());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn id(&self) -> Id {
+        self.id
+    }
 }
 
 impl fmt::Debug for AbortHandle {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AbortHandle")
+            .field("id", &self.id)
             .field("finished", &self.is_finished())
             .finish()
     }

@@ -51,11 +51,17 @@ where
 /// handed to a replacement thread for the duration of `f` (which finishes
 /// the poll it is in before handing it back). Unlike
 /// [`spawn_blocking`], `f` may borrow from the task. Outside a processor
-/// (in `block_on`, a blocking closure, or any other thread) `f` just runs.
+/// (in a multi-thread runtime's `block_on`, a blocking closure, or any
+/// other thread) `f` just runs.
 ///
 /// The task calling it is not polled while `f` runs; other tasks are, on the
 /// replacement and on the other processors. Each call starts a thread, so
 /// prefer [`spawn_blocking`] for many short calls.
+///
+/// # Panics
+/// On a current-thread runtime (in a task, or in the future given to its
+/// `block_on`), as with tokio: the thread in `block_on` is its only
+/// processor.
 ///
 /// # Example
 /// With one processor, a task blocks on a channel that another task fills:
@@ -67,6 +73,7 @@ where
 /// assert_eq!(rt.block_on(waiter).unwrap(), 7);
 /// # Ok::<(), std::io::Error>(())
 /// ```
+#[track_caller]
 pub fn block_in_place<F, R>(f: F) -> R
 where
     F: FnOnce() -> R,

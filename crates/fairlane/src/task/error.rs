@@ -4,7 +4,7 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
-use super::Panic;
+use super::{Id, Panic};
 
 /// Why a task produced no output: it panicked, or it was cancelled (aborted,
 /// or dropped by runtime shutdown).
@@ -28,6 +28,7 @@ pub struct JoinError {
     pub(super) repr: Repr,
     /// The task's name, if it was given one.
     pub(super) name: Option<Arc<str>>,
+    pub(super) id: Id,
 }
 
 pub(super) enum Repr {
@@ -46,7 +47,7 @@ pub(super) struct SyncPanic(Panic);
 unsafe impl Sync for SyncPanic {}
 
 impl JoinError {
-    pub(super) fn panic(payload: Panic, name: Option<Arc<str>>) -> Self {
+    pub(super) fn panic(payload: Panic, name: Option<Arc<str>>, id: Id) -> Self {
         let message = payload
             .downcast_ref::<&str>()
             .map(|s| s.to_string())
@@ -54,7 +55,22 @@ impl JoinError {
         JoinError {
             repr: Repr::Panic(SyncPanic(payload), message),
             name,
+            id,
         }
+    }
+
+    /// The [`Id`] of the task that failed.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let handle = rt.spawn(async { panic!("boom") });
+    /// let id = handle.id();
+    /// assert_eq!(rt.block_on(handle).unwrap_err().id(), id);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn id(&self) -> Id {
+        self.id
     }
 
     /// Whether the task was cancelled.

@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 
 use super::error::Repr;
 use super::unwind::TaskOutput;
-use super::{AbortHandle, JoinError};
+use super::{AbortHandle, Id, JoinError};
 
 /// An owned permission to await a task's output. Dropping it detaches the
 /// task, which runs on.
@@ -23,6 +23,7 @@ use super::{AbortHandle, JoinError};
 pub struct JoinHandle<T> {
     pub(super) inner: fairlane_core::TaskHandle<TaskOutput<T>, crate::host::StdHost>,
     pub(super) name: Option<Arc<str>>,
+    pub(super) id: Id,
 }
 
 impl<T> JoinHandle<T> {
@@ -73,7 +74,25 @@ impl<T> JoinHandle<T> {
     pub fn abort_handle(&self) -> AbortHandle {
         AbortHandle {
             inner: self.inner.abort_handle(),
+            id: self.id,
         }
+    }
+
+    /// The task's [`Id`]: what [`task::id`](crate::task::id) returns
+    /// inside it.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let (a, b) = (rt.spawn(async {}), rt.spawn(async {}));
+    /// assert_ne!(a.id(), b.id());
+    /// let inside = rt.spawn(async { fairlane::task::id() });
+    /// let id = inside.id();
+    /// assert_eq!(rt.block_on(inside).unwrap(), id);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn id(&self) -> Id {
+        self.id
     }
 }
 
@@ -84,10 +103,11 @@ impl<T> Future for JoinHandle<T> {
         let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
         Poll::Ready(match out.map(TaskOutput::into_inner) {
             Some(Ok(value)) => Ok(value),
-            Some(Err(panic)) => Err(JoinError::panic(panic, self.name.clone())),
+            Some(Err(panic)) => Err(JoinError::panic(panic, self.name.clone(), self.id)),
             None => Err(JoinError {
                 repr: Repr::Cancelled,
                 name: self.name.clone(),
+                id: self.id,
             }),
         })
     }
@@ -96,6 +116,7 @@ impl<T> Future for JoinHandle<T> {
 impl<T> fmt::Debug for JoinHandle<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("JoinHandle")
+            .field("id", &self.id)
             .field("name", &self.name)
             .field("finished", &self.is_finished())
             .finish()

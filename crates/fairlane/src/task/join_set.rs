@@ -16,7 +16,7 @@ use std::task::{Context, Poll, Wake, Waker};
 
 use slab::Slab;
 
-use super::{AbortHandle, JoinError, JoinHandle};
+use super::{AbortHandle, Id, JoinError, JoinHandle};
 
 /// A set of tasks spawned on the current runtime, joined in the order they
 /// finish. Dropping the set aborts every task still in it (as tokio's
@@ -211,6 +211,44 @@ impl<T> JoinSet<T> {
         self.insert(crate::task::spawn_blocking(f))
     }
 
+    /// Spawns `future` on the runtime of `handle` (from any thread), as a
+    /// task of the set.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let mut set = fairlane::task::JoinSet::new();
+    /// set.spawn_on(async { 4 }, rt.handle()); // outside the runtime
+    /// assert_eq!(rt.block_on(set.join_next()).unwrap().unwrap(), 4);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_on<F>(&mut self, future: F, handle: &crate::Handle) -> AbortHandle
+    where
+        F: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        self.insert(handle.spawn(future))
+    }
+
+    /// Runs `f` on the blocking pool of `handle`'s runtime (from any
+    /// thread), as a task of the set.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let mut set = fairlane::task::JoinSet::new();
+    /// set.spawn_blocking_on(|| 2 + 2, rt.handle());
+    /// assert_eq!(rt.block_on(set.join_next()).unwrap().unwrap(), 4);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_blocking_on<F>(&mut self, f: F, handle: &crate::Handle) -> AbortHandle
+    where
+        F: FnOnce() -> T + Send + 'static,
+        T: Send + 'static,
+    {
+        self.insert(handle.spawn_blocking(f))
+    }
+
     /// Waits for the next task to finish and removes it from the set; `None`
     /// once the set is empty. An aborted task gives a [`JoinError`] for
     /// which `is_cancelled()` holds, a panicked one one for which
@@ -234,6 +272,24 @@ impl<T> JoinSet<T> {
         poll_fn(|cx| self.poll_join_next(cx)).await
     }
 
+    /// [`join_next`](Self::join_next), with the [`Id`] of the task that
+    /// finished (a failed task's is its [`JoinError::id`]).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut set = fairlane::task::JoinSet::new();
+    ///     let id = set.spawn(async { "out" }).id();
+    ///     let (finished, out) = set.join_next_with_id().await.unwrap().unwrap();
+    ///     assert_eq!((finished, out), (id, "out"));
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn join_next_with_id(&mut self) -> Option<Result<(Id, T), JoinError>> {
+        poll_fn(|cx| self.poll_join_next_with_id(cx)).await
+    }
+
     /// The output of a task that has already finished, if any, without
     /// waiting.
     ///
@@ -252,7 +308,28 @@ impl<T> JoinSet<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn try_join_next(&mut self) -> Option<Result<T, JoinError>> {
-        match self.poll_join_next(&mut Context::from_waker(Waker::noop())) {
+        Some(self.try_join_next_with_id()?.map(|(_, out)| out))
+    }
+
+    /// [`try_join_next`](Self::try_join_next), with the [`Id`] of the task
+    /// that finished.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let mut set = fairlane::task::JoinSet::new();
+    /// let id = set.spawn(async { 5 }).id();
+    /// let out = loop {
+    ///     if let Some(out) = set.try_join_next_with_id() { break out; }
+    ///     fairlane::yield_now().await;
+    /// };
+    /// assert_eq!(out.unwrap(), (id, 5));
+    /// # });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_join_next_with_id(&mut self) -> Option<Result<(Id, T), JoinError>> {
+        match self.poll_join_next_with_id(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(out) => out,
             Poll::Pending => None,
         }
@@ -273,6 +350,29 @@ impl<T> JoinSet<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn poll_join_next(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<T, JoinError>>> {
+        self.poll_join_next_with_id(cx)
+            .map(|out| Some(out?.map(|(_, value)| value)))
+    }
+
+    /// [`poll_join_next`](Self::poll_join_next), with the [`Id`] of the
+    /// task that finished.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::task::JoinSet;
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// rt.block_on(async {
+    ///     let mut set = JoinSet::new();
+    ///     let id = set.spawn(async { 3 }).id();
+    ///     let out = std::future::poll_fn(|cx| set.poll_join_next_with_id(cx)).await;
+    ///     assert_eq!(out.unwrap().unwrap(), (id, 3));
+    /// });
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_join_next_with_id(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<(Id, T), JoinError>>> {
         if self.tasks.is_empty() {
             return Poll::Ready(None);
         }
@@ -293,8 +393,9 @@ impl<T> JoinSet<T> {
             };
             let mut task_cx = Context::from_waker(&entry.waker);
             if let Poll::Ready(out) = Pin::new(&mut entry.handle).poll(&mut task_cx) {
+                let id = entry.handle.id();
                 self.tasks.remove(key);
-                found = Some(out);
+                found = Some(out.map(|value| (id, value)));
                 break;
             }
         }

@@ -5,7 +5,7 @@ use std::future::Future;
 use fairlane_core::AffinityError;
 
 use super::unwind::CatchUnwind;
-use super::JoinHandle;
+use super::{Id, JoinHandle};
 use crate::runtime::context;
 
 /// Spawns a task on the current runtime and returns a handle to await its
@@ -42,18 +42,20 @@ where
     }
 }
 
-/// Spawns `future` on `cluster`, catching its panics.
+/// Spawns `future` on `cluster` as task `id`, catching its panics.
 pub(crate) fn spawn_on<F>(
     cluster: &crate::runtime::ExecutorRef,
     future: F,
     options: fairlane_core::SpawnOptions,
+    id: Id,
 ) -> Result<JoinHandle<F::Output>, AffinityError>
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
 {
     Ok(JoinHandle {
-        inner: cluster.spawn_cancellable(CatchUnwind::new(future), options)?,
+        inner: cluster.spawn_cancellable(CatchUnwind::new(future, id), options)?,
         name: None,
+        id,
     })
 }

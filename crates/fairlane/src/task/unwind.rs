@@ -7,6 +7,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::id::{self, Id};
 use super::Panic;
 
 /// The user's future, polled inside `catch_unwind` so that a panicking task
@@ -20,17 +21,22 @@ use super::Panic;
 /// that completed and then panicked when dropped is discarded. Of a future
 /// that panicked in `poll` and again when dropped, the handle gets the
 /// poll's panic.
+///
+/// The task's [`Id`] is the current one (`task::id`) while its future is
+/// polled or dropped, and while its output is dropped.
 pub(super) struct CatchUnwind<F> {
     /// Dropped in place once `live` is false.
     future: ManuallyDrop<F>,
     live: bool,
+    id: Id,
 }
 
 impl<F> CatchUnwind<F> {
-    pub(super) fn new(future: F) -> Self {
+    pub(super) fn new(future: F, id: Id) -> Self {
         Self {
             future: ManuallyDrop::new(future),
             live: true,
+            id,
         }
     }
 
@@ -46,6 +52,7 @@ impl<F> CatchUnwind<F> {
         // future (the rest of its drop glue runs while unwinding), so it
         // must not be dropped again.
         this.live = false;
+        let _id = id::enter(Some(this.id));
         // SAFETY: `live` was set, so the future was not dropped yet, and it
         // is not used again. Dropping in place keeps the pinning promise.
         catch_unwind(AssertUnwindSafe(|| unsafe {
@@ -87,11 +94,11 @@ fn drop_quietly<T>(value: T) {
 /// Nobody takes the output of a detached task: the task cell drops it, and
 /// a panic in its destructor is caught here (and reported), as one in the
 /// future's is.
-pub(super) struct TaskOutput<T>(ManuallyDrop<Result<T, Panic>>);
+pub(super) struct TaskOutput<T>(ManuallyDrop<Result<T, Panic>>, Id);
 
 impl<T> TaskOutput<T> {
-    fn new(result: Result<T, Panic>) -> Self {
-        Self(ManuallyDrop::new(result))
+    fn new(result: Result<T, Panic>, id: Id) -> Self {
+        Self(ManuallyDrop::new(result), id)
     }
 
     pub(super) fn into_inner(self) -> Result<T, Panic> {
@@ -105,6 +112,7 @@ impl<T> Drop for TaskOutput<T> {
     fn drop(&mut self) {
         // SAFETY: in `drop`: the result is not used again.
         let result = unsafe { ManuallyDrop::take(&mut self.0) };
+        let _id = id::enter(Some(self.1));
         if let Err(panic) = catch_unwind(AssertUnwindSafe(|| drop(result))) {
             tracing::warn!(
                 panic = panic_text(&panic),
@@ -127,6 +135,8 @@ impl<F: Future> Future for CatchUnwind<F> {
         // cleared only when it completes (or is cancelled, after which it is
         // not polled either). A plain branch, no atomic.
         assert!(this.live, "a task's future polled after it finished");
+        let id = this.id;
+        let _id = id::enter(Some(id));
         // SAFETY: as above; `live` says the future is still there.
         let future = unsafe { Pin::new_unchecked(&mut *this.future) };
         let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
@@ -135,7 +145,7 @@ impl<F: Future> Future for CatchUnwind<F> {
             Err(panic) => Err(panic),
         };
         // Done: drop the future now, where a panicking destructor is caught.
-        Poll::Ready(TaskOutput::new(match (self.drop_future(), result) {
+        let output = match (self.drop_future(), result) {
             (Ok(()), result) => result,
             (Err(panic), Ok(value)) => {
                 report_drop_panic(&panic, "after it completed");
@@ -147,17 +157,19 @@ impl<F: Future> Future for CatchUnwind<F> {
                 drop_quietly(second);
                 Err(panic)
             }
-        }))
+        };
+        Poll::Ready(TaskOutput::new(output, id))
     }
 }
 
 impl<F: Future> fairlane_core::Cancellable for CatchUnwind<F> {
     fn cancel(self: Pin<&mut Self>) -> Option<Self::Output> {
+        let id = self.id;
         match self.drop_future() {
             Ok(()) => None,
             Err(panic) => {
                 report_drop_panic(&panic, "cancelled");
-                Some(TaskOutput::new(Err(panic)))
+                Some(TaskOutput::new(Err(panic), id))
             }
         }
     }

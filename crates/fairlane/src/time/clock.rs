@@ -477,9 +477,19 @@ pub fn resume() {
 
 /// Moves the current runtime's paused clock `duration` ahead in one jump;
 /// every timer due by then fires (in any order), on the processor that
-/// holds it. Yields once, as tokio's `time::advance`: the sleeps it
-/// advanced past may complete a little later (on other processors); to
-/// wait for one, await it (auto-advance then has nothing left to do).
+/// holds it.
+///
+/// On a current-thread runtime (tokio's paused clock serves only those),
+/// it returns once every timer that became due has fired and the tasks
+/// they woke have run, with the tasks queued before them: after
+/// `advance(d).await`, a sleep that became due is elapsed, the waker it
+/// registered has been woken, and a task waiting on it has gone on. On a
+/// multi-thread runtime each processor fires its own timers at the top of
+/// its next scheduling iteration: the calling task yields twice, which
+/// usually lets its processor's timers fire and their tasks run first, but
+/// timers held by other processors fire when those look (tokio's
+/// `advance` does not wait for the sleeps it advanced past either); to
+/// wait for one of those, await it.
 ///
 /// # Panics
 /// Outside a fairlane runtime, if the clock is not paused, or if the
@@ -489,12 +499,13 @@ pub fn resume() {
 /// ```
 /// use std::time::Duration;
 /// use fairlane::time::{self, Instant};
-/// let rt = fairlane::Runtime::builder().processors(1).start_paused(true).build()?;
+/// let rt = fairlane::runtime::Builder::new_current_thread().start_paused(true).build()?;
 /// rt.block_on(async {
 ///     let start = Instant::now();
-///     let sleep = time::sleep(Duration::from_secs(5));
+///     let sleeper = fairlane::spawn(time::sleep(Duration::from_secs(5)));
+///     fairlane::yield_now().await; // the sleeper sets its timer
 ///     time::advance(Duration::from_secs(10)).await;
-///     assert!(sleep.is_elapsed());
+///     assert!(sleeper.is_finished()); // woken, and run
 ///     assert_eq!(Instant::now() - start, Duration::from_secs(10));
 /// });
 /// # Ok::<(), std::io::Error>(())
@@ -504,5 +515,11 @@ pub async fn advance(duration: Duration) {
     if let Err(message) = clock.advance(duration) {
         panic!("{message}");
     }
+    // A processor looks at its timers at the top of each scheduling
+    // iteration. After the first yield it has (with the new time, and the
+    // tasks they woke are queued behind this one); after the second, those
+    // tasks have run. (In a current-thread `block_on`, each yield lets the
+    // tasks queued by then run before the future is polled again.)
+    crate::task::yield_now().await;
     crate::task::yield_now().await;
 }
