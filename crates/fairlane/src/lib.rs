@@ -23,6 +23,11 @@
 //!   traits take fairlane streams directly.
 //! - `hyper` (off by default): the streams implement hyper's I/O traits,
 //!   and the module `fairlane::hyper` has hyper's executor and timer.
+//! - `tokio-compat` (off by default; implies `tokio-io`): every runtime
+//!   starts a tokio runtime beside itself and makes its context current on
+//!   fairlane's threads, so crates that call `tokio::spawn`, `tokio::net`
+//!   or `tokio::time` themselves work from fairlane tasks
+//!   (`runtime::Builder::tokio_compat`; README, "Coming from tokio").
 //!
 //! # Glossary
 //! One word per concept, in the docs, the prose pages beside the code, and

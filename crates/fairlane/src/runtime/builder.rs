@@ -53,6 +53,9 @@ pub struct Builder {
     max_processors: Option<usize>,
     threads: ThreadSpec,
     max_blocking_threads: usize,
+    /// Start the tokio bridge (feature `tokio-compat`).
+    #[cfg(feature = "tokio-compat")]
+    tokio_compat: bool,
     thread_keep_alive: Duration,
     io_backend: Option<IoBackend>,
     start_paused: bool,
@@ -86,6 +89,8 @@ impl Builder {
             max_processors: None,
             threads: ThreadSpec::default(),
             max_blocking_threads: 512,
+            #[cfg(feature = "tokio-compat")]
+            tokio_compat: true,
             thread_keep_alive: Duration::from_secs(10),
             io_backend: None,
             start_paused: false,
@@ -333,6 +338,35 @@ impl Builder {
         self
     }
 
+    /// Whether the runtime starts a tokio runtime beside itself and makes
+    /// its context current on every thread of its own (default: on), so
+    /// that crates calling `tokio::spawn`, `tokio::net`, `tokio::time` or
+    /// `tokio::task::spawn_blocking` themselves work from fairlane tasks.
+    /// What they hand to tokio runs on the bridge's one tokio worker thread;
+    /// see README, "Coming from tokio". Feature `tokio-compat`.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// // tokio's timer, from a fairlane task, through the bridge.
+    /// rt.block_on(rt.spawn(async {
+    ///     tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+    /// }))
+    /// .unwrap();
+    ///
+    /// let off = fairlane::Runtime::builder().processors(1).tokio_compat(false).build()?;
+    /// let err = off
+    ///     .block_on(off.spawn(async { tokio::spawn(async {}).await }))
+    ///     .unwrap_err();
+    /// assert!(err.is_panic());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[cfg(feature = "tokio-compat")]
+    pub fn tokio_compat(&mut self, on: bool) -> &mut Self {
+        self.tokio_compat = on;
+        self
+    }
+
     /// How long an idle blocking-pool thread waits for work before it exits
     /// (default 10 s).
     ///
@@ -529,6 +563,12 @@ impl Builder {
             flavor: self.flavor,
             seat: Seat::default(),
             id: Id::next(),
+            #[cfg(feature = "tokio-compat")]
+            tokio: if self.tokio_compat {
+                Some(super::tokio_compat::TokioBridge::start()?)
+            } else {
+                None
+            },
         });
         let runtime = Runtime {
             handle: Handle::for_cluster(shared.clone(), 0),

@@ -9,6 +9,20 @@ use super::Handle;
 struct Context {
     handle: Handle,
     role: Role,
+    /// The runtime's tokio bridge entered too (feature `tokio-compat`).
+    #[cfg(feature = "tokio-compat")]
+    _tokio: Option<super::tokio_compat::TokioContext>,
+}
+
+impl Context {
+    fn new(handle: Handle, role: Role) -> Context {
+        Context {
+            #[cfg(feature = "tokio-compat")]
+            _tokio: handle.shared.tokio.as_ref().map(|bridge| bridge.enter()),
+            handle,
+            role,
+        }
+    }
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -66,28 +80,19 @@ pub(crate) fn enter(handle: Handle) -> EnterGuard {
              not part of a runtime (`spawn_blocking` threads are fine)."
         );
     }
-    set(Context {
-        handle,
-        role: Role::Driving,
-    })
+    set(Context::new(handle, Role::Driving))
 }
 
 /// Makes `handle` the current runtime of a blocking-pool thread, where
 /// `Handle::current` works and `block_on` is allowed.
 pub(crate) fn enter_blocking(handle: Handle) -> EnterGuard {
-    set(Context {
-        handle,
-        role: Role::Blocking,
-    })
+    set(Context::new(handle, Role::Blocking))
 }
 
 /// Makes `handle` the current runtime of a thread that is none of the
 /// runtime's (`Handle::enter`).
 pub(crate) fn enter_plain(handle: Handle) -> EnterGuard {
-    set(Context {
-        handle,
-        role: Role::Entered,
-    })
+    set(Context::new(handle, Role::Entered))
 }
 
 fn set(context: Context) -> EnterGuard {

@@ -38,6 +38,8 @@ mod metrics;
 mod runtime;
 mod shutdown;
 mod threads;
+#[cfg(feature = "tokio-compat")]
+mod tokio_compat;
 
 use std::sync::{Arc, Condvar, MutexGuard};
 use std::time::Instant;
@@ -101,4 +103,8 @@ pub(crate) struct RuntimeShared {
     /// Who drives the processor of a current-thread runtime.
     pub(crate) seat: current_thread::Seat,
     pub(crate) id: Id,
+    /// The tokio runtime beside this one (feature `tokio-compat`, unless
+    /// `Builder::tokio_compat(false)`).
+    #[cfg(feature = "tokio-compat")]
+    pub(crate) tokio: Option<tokio_compat::TokioBridge>,
 }

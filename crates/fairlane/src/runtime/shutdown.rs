@@ -40,6 +40,11 @@ pub(super) fn shut_down(handle: &Handle, timeout: Option<Duration>) {
     for entry in shared.clusters.iter() {
         entry.cluster.host().io().shutdown();
     }
+    // Last: no fairlane task is left to await what tokio runs.
+    #[cfg(feature = "tokio-compat")]
+    if let Some(bridge) = &shared.tokio {
+        bridge.shutdown();
+    }
 }
 
 /// Raised by a graceful shutdown once only background tasks are left;

@@ -154,6 +154,11 @@ impl fmt::Display for JoinError {
         }
         match (&self.repr, self.panic_message()) {
             (Repr::Cancelled, _) => f.write_str("was cancelled"),
+            (Repr::Panic(..), Some(msg)) if super::unwind::needs_tokio_runtime(msg) => write!(
+                f,
+                "panicked with message {msg:?}: it needs tokio's runtime; {}",
+                super::unwind::TOKIO_HINT
+            ),
             (Repr::Panic(..), Some(msg)) => write!(f, "panicked with message {msg:?}"),
             (Repr::Panic(..), None) => f.write_str("panicked"),
         }

@@ -70,6 +70,23 @@ fn report_drop_panic(panic: &Panic, when: &'static str) {
     );
 }
 
+/// What to do when a task panicked for want of tokio's runtime.
+pub(super) const TOKIO_HINT: &str = if cfg!(feature = "tokio-compat") {
+    "this runtime was built with `Builder::tokio_compat(false)`; leave the tokio bridge on \
+     (README, \"Coming from tokio\")"
+} else {
+    "enable fairlane's `tokio-compat` feature, whose tokio bridge runs such calls \
+     (README, \"Coming from tokio\")"
+};
+
+/// Whether a panic's message is tokio's (or a crate's) complaint that no
+/// tokio runtime is current.
+pub(super) fn needs_tokio_runtime(message: &str) -> bool {
+    message.contains("must be called from the context of a Tokio 1.x runtime")
+        || message.contains("there is no reactor running")
+        || message.contains("requires a Tokio context")
+}
+
 /// The message of a panic payload, for diagnostics.
 fn panic_text(panic: &Panic) -> &str {
     if let Some(s) = panic.downcast_ref::<&str>() {
@@ -142,7 +159,16 @@ impl<F: Future> Future for CatchUnwind<F> {
         let result = match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Pending) => return Poll::Pending,
             Ok(Poll::Ready(value)) => Ok(value),
-            Err(panic) => Err(panic),
+            Err(panic) => {
+                if needs_tokio_runtime(panic_text(&panic)) {
+                    tracing::warn!(
+                        panic = panic_text(&panic),
+                        "a fairlane task called an item of tokio's runtime (tokio::spawn, \
+                         tokio::net, tokio::time, ...), directly or inside a crate: {TOKIO_HINT}"
+                    );
+                }
+                Err(panic)
+            }
         };
         // Done: drop the future now, where a panicking destructor is caught.
         let output = match (self.drop_future(), result) {
