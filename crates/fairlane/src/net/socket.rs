@@ -888,10 +888,8 @@ impl Socket {
     /// writes are in flight or left bytes to send (which go first:
     /// [`writable`](Self::writable) sends them).
     pub(crate) fn try_send(&self, data: &[u8]) -> io::Result<usize> {
-        if let Some(carry) = &self.carry {
-            if carry.is_busy() && carry.writes_pending() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
+        if self.has_carried_writes() {
+            return Err(io::ErrorKind::WouldBlock.into());
         }
         self.try_send_to(data, None)
     }
@@ -999,19 +997,46 @@ impl Socket {
         })
     }
 
-    /// Fallback only: `send` from a borrowed slice.
+    /// A stream `send` from a borrowed slice, of what the kernel takes now;
+    /// while it takes nothing, a wait for the socket to be writable (the
+    /// fallback backend's registration, or with io_uring the `POLL_ADD`
+    /// kept in `wait` between polls). Nothing is sent in the background:
+    /// what it reports is in the kernel, and a caller that stops polling
+    /// has sent nothing more. With io_uring, what dropped owned writes left
+    /// must have been sent first ([`Socket::flush_carried`]).
     pub(crate) fn poll_send_slice(
         &self,
         cx: &mut Context<'_>,
+        wait: &mut readiness::KeptPoll,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let fd = self.raw();
-        self.reg().poll_io(cx, Direction::Write, || {
-            // SAFETY: `data` is a live slice.
-            cvt_size(unsafe {
-                libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL)
-            })
-        })
+        // `MSG_DONTWAIT`: io_uring sockets are in blocking mode.
+        let send = || self.try_send_to_sockaddr(data, None);
+        match &self.reg {
+            Some(reg) => reg.poll_io(cx, Direction::Write, send),
+            None => {
+                readiness::poll_io_kept(wait, &self.driver, self.raw(), Direction::Write, cx, send)
+            }
+        }
+    }
+
+    /// io_uring: whether dropped owned writes are still sending or left
+    /// bytes to send, which go before any other write
+    /// ([`flush_carried`](Self::flush_carried) sends them).
+    pub(crate) fn has_carried_writes(&self) -> bool {
+        self.carry
+            .as_ref()
+            .is_some_and(|c| c.is_busy() && c.writes_pending())
+    }
+
+    /// io_uring: waits for the dropped owned writes still in flight and
+    /// sends what they left; at once if there are none (and in the fallback
+    /// backend, which has none).
+    pub(crate) async fn flush_carried(&self) -> io::Result<()> {
+        match &self.carry {
+            Some(carry) if carry.is_busy() => self.send_carried(carry).await,
+            _ => Ok(()),
+        }
     }
 
     pub(crate) fn is_uring(&self) -> bool {
