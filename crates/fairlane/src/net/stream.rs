@@ -40,7 +40,9 @@ enum ReadSide {
 #[derive(Default)]
 struct WriteSide {
     /// io_uring: the `POLL_ADD` for writability of a write that found the
-    /// socket full (it holds no data).
+    /// socket full (it holds no data). The streams declare their `Compat`
+    /// before their socket, so that it is cancelled before the descriptor
+    /// can close.
     wait: KeptPoll,
     /// io_uring: sending what dropped owned writes left, which goes before
     /// any byte written here.

@@ -306,8 +306,10 @@ impl fmt::Debug for TcpListener {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct TcpStream {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl TcpStream {
@@ -771,8 +773,10 @@ impl fmt::Debug for TcpStream {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct OwnedReadHalf {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl OwnedReadHalf {
@@ -838,8 +842,10 @@ impl OwnedReadHalf {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct OwnedWriteHalf {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl OwnedWriteHalf {

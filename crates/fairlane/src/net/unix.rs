@@ -212,8 +212,10 @@ impl fmt::Debug for UnixListener {
 /// }
 /// ```
 pub struct UnixStream {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl UnixStream {
