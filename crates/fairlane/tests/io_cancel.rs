@@ -21,6 +21,8 @@ common::on_both_backends!(
     reads_dropped_by_timeouts_lose_no_byte,
     datagram_reads_dropped_by_timeouts_lose_no_datagram,
     a_dropped_write_leaves_no_hole,
+    a_dropped_write_goes_before_a_trait_write,
+    a_dropped_write_is_sent_before_shutdown,
     dropping_a_stream_cancels_its_dropped_writes,
     a_dropped_read_hands_on_the_end_of_the_stream,
     a_dropped_read_hands_on_a_reset,
@@ -217,6 +219,50 @@ fn a_dropped_write_leaves_no_hole(backend: IoBackend) {
     let all = reader.join().unwrap();
     assert!(timed_out, "the first write finished before its timeout");
     common::assert_dropped_write_then(&all, &expected_first, b"-second-", backend);
+}
+
+fn a_dropped_write_goes_before_a_trait_write(backend: IoBackend) {
+    dropped_write_then_trait_shutdown(backend, b"-second-");
+}
+
+fn a_dropped_write_is_sent_before_shutdown(backend: IoBackend) {
+    dropped_write_then_trait_shutdown(backend, b"");
+}
+
+/// An owned write dropped in flight (the peer reads nothing yet), then
+/// `second` written through tokio's `AsyncWrite` (if not empty) and the
+/// write side shut down through it: the peer reads what the dropped write
+/// sent (with io_uring all of it), then `second`, then the end.
+fn dropped_write_then_trait_shutdown(backend: IoBackend, second: &'static [u8]) {
+    use tokio::io::AsyncWriteExt;
+    // Heavy: one scenario of this binary at a time.
+    let _serial = common::serial();
+    const FIRST: usize = 8 << 20;
+    let rt = runtime(backend, 2);
+    let first: Vec<u8> = (0..FIRST).map(|j| (j % 253) as u8).collect();
+    let expected_first = first.clone();
+    let (mut stream, mut peer) = rt.block_on(pair());
+    let (start, started) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        started
+            .recv_timeout(common::DEADLINE)
+            .expect("the write was dropped");
+        let mut all = Vec::new();
+        peer.read_to_end(&mut all).unwrap();
+        all
+    });
+    rt.block_on(async move {
+        let r =
+            fairlane::time::timeout(Duration::from_millis(50), stream.write_all_owned(first)).await;
+        assert!(r.is_err(), "the write finished before its timeout");
+        start.send(()).unwrap();
+        if !second.is_empty() {
+            stream.write_all(second).await.unwrap();
+        }
+        stream.shutdown().await.unwrap();
+    });
+    let all = reader.join().unwrap();
+    common::assert_dropped_write_then(&all, &expected_first, second, backend);
 }
 
 fn dropping_a_stream_cancels_its_dropped_writes(backend: IoBackend) {

@@ -723,11 +723,7 @@ fn futures_extension_methods_are_not_shadowed(backend: IoBackend) {
     // own, so these resolve to the traits' methods.
     let rt = runtime(backend, 1);
     rt.block_on(async {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let mut client = TcpStream::connect(listener.local_addr().unwrap())
-            .await
-            .unwrap();
-        let (mut server, _) = listener.accept().await.unwrap();
+        let (mut client, mut server) = common::fairlane_pair().await;
         client.write_all(b"ported from tokio").await.unwrap();
         client.flush().await.unwrap();
         let mut buf = [0u8; 17];

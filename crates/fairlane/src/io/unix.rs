@@ -24,7 +24,6 @@ use std::task::{Context, Poll};
 use crate::io::current_driver;
 use crate::io::driver::Driver;
 use crate::io::reactor::{Direction, Registration};
-use crate::io::uring::Op;
 use crate::io::{Interest, IoBackend, Ready};
 use crate::net::socket::cvt;
 
@@ -168,13 +167,17 @@ pub(crate) mod readiness {
         }
     }
 
+    /// io_uring: a `POLL_ADD` kept between polls (boxed: the objects that
+    /// keep one stay small while they wait for nothing).
+    pub(crate) type KeptPoll = Option<Box<Op<()>>>;
+
     /// io_uring: polls the `POLL_ADD` for `events` on `fd` kept in `slot`
     /// between polls, submitting one first if none is kept (the poll
     /// registers the waker, replacing the one an earlier poll left); its
     /// reported event mask once it completes, the slot then empty.
     /// Dropping the `Op` left in `slot` cancels it.
     fn poll_kept(
-        slot: &mut Option<Op<()>>,
+        slot: &mut KeptPoll,
         driver: &Driver,
         fd: RawFd,
         events: libc::c_short,
@@ -184,7 +187,7 @@ pub(crate) mod readiness {
             Some(op) => op,
             None => {
                 driver.check_live()?;
-                slot.insert(submit_poll_add(driver, fd, events)?)
+                slot.insert(Box::new(submit_poll_add(driver, fd, events)?))
             }
         };
         let (r, ()) = std::task::ready!(Pin::new(op).poll(cx));
@@ -201,7 +204,7 @@ pub(crate) mod readiness {
     pub(crate) fn poll_wait(
         driver: &Driver,
         reg: Option<&Registration>,
-        kept: &mut Option<Op<()>>,
+        kept: &mut KeptPoll,
         fd: RawFd,
         interest: Interest,
         cx: &mut Context<'_>,
@@ -244,7 +247,7 @@ pub(crate) mod readiness {
         /// an attempt would block. Declared before `fd`: dropping one
         /// cancels it before the descriptor closes (the kernel holds the
         /// file of a submitted request in any case).
-        waits: [Option<Op<()>>; 2],
+        waits: [KeptPoll; 2],
         /// Fallback: the poller registration, dropped (deleted from the
         /// poller) before `fd` closes.
         reg: Option<Registration>,
@@ -303,41 +306,59 @@ pub(crate) mod readiness {
             if let Some(reg) = &self.reg {
                 return reg.poll_io(cx, dir, || attempt(fd));
             }
-            let d = dir as usize;
-            let events = match dir {
-                Direction::Read => libc::POLLIN,
-                Direction::Write => libc::POLLOUT,
-            };
-            // The budget is spent once per ready result: by the `POLL_ADD`
-            // if one completed, else here.
-            let mut spent = false;
-            loop {
-                if self.waits[d].is_some() {
-                    std::task::ready!(poll_kept(&mut self.waits[d], &self.driver, fd, events, cx))?;
+            poll_io_kept(
+                &mut self.waits[dir as usize],
+                &self.driver,
+                fd,
+                dir,
+                cx,
+                || attempt(fd),
+            )
+        }
+    }
+
+    /// io_uring: runs the non-blocking `attempt` on `fd` until it does not
+    /// return `WouldBlock` (or `Interrupted`); in between, waits for
+    /// readiness in `dir` through the one-shot `POLL_ADD` kept in `wait`
+    /// between polls. No readiness is cached: a completed `POLL_ADD` only
+    /// makes the next poll try again. A caller's future dropped in between
+    /// leaves the `POLL_ADD` in `wait`, for the next poll (or cancelled
+    /// when `wait` is dropped); it holds no data.
+    pub(crate) fn poll_io_kept<R>(
+        wait: &mut KeptPoll,
+        driver: &Driver,
+        fd: RawFd,
+        dir: Direction,
+        cx: &mut Context<'_>,
+        mut attempt: impl FnMut() -> io::Result<R>,
+    ) -> Poll<io::Result<R>> {
+        let events = match dir {
+            Direction::Read => libc::POLLIN,
+            Direction::Write => libc::POLLOUT,
+        };
+        // The budget is spent once per ready result: by the `POLL_ADD` if
+        // one completed, else here.
+        let mut spent = false;
+        loop {
+            if wait.is_some() {
+                std::task::ready!(poll_kept(wait, driver, fd, events, cx))?;
+                spent = true;
+            } else if !spent {
+                std::task::ready!(coop::poll_proceed(cx));
+            }
+            match attempt() {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // Submitted and polled: that registers the waker, or
+                    // finds it completed already (try again).
+                    std::task::ready!(poll_kept(wait, driver, fd, events, cx))?;
                     spent = true;
-                } else if !spent {
-                    std::task::ready!(coop::poll_proceed(cx));
                 }
-                match attempt(fd) {
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                        // Submitted and polled: that registers the waker,
-                        // or finds it completed already (try again).
-                        std::task::ready!(poll_kept(
-                            &mut self.waits[d],
-                            &self.driver,
-                            fd,
-                            events,
-                            cx
-                        ))?;
-                        spent = true;
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                result => {
+                    if !spent {
+                        coop::spend();
                     }
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    result => {
-                        if !spent {
-                            coop::spend();
-                        }
-                        return Poll::Ready(result);
-                    }
+                    return Poll::Ready(result);
                 }
             }
         }
@@ -499,7 +520,7 @@ pub struct AsyncFd<T: AsRawFd> {
     /// ([`poll_read_ready`](Self::poll_read_ready) and the others) keeps
     /// between polls, per direction (read, write). Declared before `inner`:
     /// dropping one cancels it before the descriptor closes.
-    kept: Mutex<[Option<Op<()>>; 2]>,
+    kept: Mutex<[readiness::KeptPoll; 2]>,
     /// Declared before `inner`: it must be dropped (deleted from the
     /// poller) before the descriptor closes. `None` with io_uring.
     reg: Option<Registration>,
@@ -843,7 +864,7 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// direction's kept `POLL_ADD` (io_uring).
     fn poll_dir(
         &self,
-        kept: &mut Option<Op<()>>,
+        kept: &mut readiness::KeptPoll,
         dir: Direction,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<Ready>> {

@@ -7,10 +7,10 @@ use std::io;
 /// `into_std` that would have lost data: the runtime still holds bytes or
 /// operations of the socket that the std socket would not see (bytes or
 /// datagrams that reads dropped in flight received, writes dropped in
-/// flight that are still sending, bytes buffered by the stream's
-/// `AsyncRead`/`AsyncWrite` adapter, or a write it has not flushed). It
-/// gives the socket back, unchanged: read the data out (or flush, or let
-/// the writes finish) and try again.
+/// flight that are still sending or left bytes to send, or bytes the
+/// stream's `AsyncRead` adapter read ahead). It gives the socket back,
+/// unchanged: read the data out (or flush, or let the writes finish) and
+/// try again.
 ///
 /// # Example
 /// ```
@@ -50,8 +50,8 @@ impl<T> fmt::Display for IntoStdError<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(
             "into_std would lose data: the runtime holds bytes or operations of this socket \
-             (received by reads dropped in flight, writes still sending, or buffered by the \
-             AsyncRead/AsyncWrite adapter); read them out, flush or let the writes finish, \
+             (received by reads dropped in flight, writes still sending, or read ahead by the \
+             AsyncRead adapter); read them out, flush or let the writes finish, \
              then call into_std again on the socket this error gives back",
         )
     }

@@ -232,6 +232,9 @@ pub(crate) struct Socket {
     /// io_uring: what dropped reads received and dropped writes did not
     /// send (see [`Carry`]); `None` in the fallback backend.
     carry: Option<Arc<Carry>>,
+    /// io_uring, listeners only: an epoll instance watching the listener,
+    /// which `accept` waits on (see [`Socket::accept`]).
+    accept_watch: Option<OwnedFd>,
 }
 
 impl Drop for Socket {
@@ -288,14 +291,19 @@ impl Socket {
             fd,
             driver,
             carry,
+            accept_watch: None,
         })
     }
 
     /// Adopts a listening `fd`: non-blocking in both backends, because
-    /// [`Socket::accept`] calls `accept4` itself.
+    /// [`Socket::accept`] calls `accept4` itself; with io_uring, watched by
+    /// an epoll instance of its own.
     pub(crate) fn listener_from_fd(fd: OwnedFd) -> io::Result<Socket> {
-        let sock = Socket::from_fd(fd)?;
+        let mut sock = Socket::from_fd(fd)?;
         set_nonblocking(sock.raw(), true)?;
+        if sock.uring() {
+            sock.accept_watch = Some(watch_readable(sock.raw())?);
+        }
         Ok(sock)
     }
 
@@ -326,14 +334,15 @@ impl Socket {
         // SAFETY: `this` is never used or dropped again, so each field is
         // moved out exactly once; `Socket::drop` (which only cancels kept
         // operations, of which there are none) is skipped.
-        let (fd, driver, carry) = unsafe {
+        let (fd, driver, carry, accept_watch) = unsafe {
             (
                 std::ptr::read(&this.fd),
                 std::ptr::read(&this.driver),
                 std::ptr::read(&this.carry),
+                std::ptr::read(&this.accept_watch),
             )
         };
-        drop((driver, carry));
+        drop((driver, carry, accept_watch));
         Ok(fd)
     }
 
@@ -541,6 +550,15 @@ impl Socket {
     /// cancelled (its future was dropped) and be lost with it, leaving the
     /// connection in the backlog while a live accept waits forever. A poll
     /// request is woken together with every other waiter.
+    ///
+    /// The poll is on the listener's own epoll instance (`accept_watch`),
+    /// not on the listener: a request in a ring holds its file until the
+    /// request is reaped, and a process killed by a signal has its ring
+    /// torn down asynchronously after it exits, so a poll on the listener
+    /// would keep the port taken after the process is gone. An epoll
+    /// instance holds no reference to what it watches: the listener closes
+    /// with its descriptor (when it is dropped, or when the process exits),
+    /// and only the epoll instance waits for the ring.
     pub(crate) async fn accept(&self) -> io::Result<(OwnedFd, Box<SockAddrBuf>)> {
         let fd = self.raw();
         let mut addr = SockAddrBuf::empty();
@@ -577,7 +595,8 @@ impl Socket {
                         ) => {}
                     Err(e) => return Err(e),
                 }
-                self.poll_add(libc::POLLIN).await?;
+                let watch = self.accept_watch.as_ref().expect("listeners are watched");
+                readiness::poll_add(&self.driver, watch.as_raw_fd(), libc::POLLIN).await?;
             }
         } else {
             self.reg().io(Direction::Read, accept_now).await?
@@ -810,14 +829,6 @@ impl Socket {
         (result, buf)
     }
 
-    /// io_uring: waits with a one-shot `POLL_ADD` until one of `events`
-    /// (or an error or hang-up) is set on the socket.
-    async fn poll_add(&self, events: libc::c_short) -> io::Result<()> {
-        readiness::poll_add(&self.driver, self.raw(), events)
-            .await
-            .map(drop)
-    }
-
     /// Waits until the socket is ready for any of `interest` (or has an
     /// error or a hang-up), without doing any I/O; what it reported. With
     /// io_uring, first: for reading, dropped reads still in flight are
@@ -888,10 +899,8 @@ impl Socket {
     /// writes are in flight or left bytes to send (which go first:
     /// [`writable`](Self::writable) sends them).
     pub(crate) fn try_send(&self, data: &[u8]) -> io::Result<usize> {
-        if let Some(carry) = &self.carry {
-            if carry.is_busy() && carry.writes_pending() {
-                return Err(io::ErrorKind::WouldBlock.into());
-            }
+        if self.has_carried_writes() {
+            return Err(io::ErrorKind::WouldBlock.into());
         }
         self.try_send_to(data, None)
     }
@@ -999,19 +1008,46 @@ impl Socket {
         })
     }
 
-    /// Fallback only: `send` from a borrowed slice.
+    /// A stream `send` from a borrowed slice, of what the kernel takes now;
+    /// while it takes nothing, a wait for the socket to be writable (the
+    /// fallback backend's registration, or with io_uring the `POLL_ADD`
+    /// kept in `wait` between polls). Nothing is sent in the background:
+    /// what it reports is in the kernel, and a caller that stops polling
+    /// has sent nothing more. With io_uring, what dropped owned writes left
+    /// must have been sent first ([`Socket::flush_carried`]).
     pub(crate) fn poll_send_slice(
         &self,
         cx: &mut Context<'_>,
+        wait: &mut readiness::KeptPoll,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        let fd = self.raw();
-        self.reg().poll_io(cx, Direction::Write, || {
-            // SAFETY: `data` is a live slice.
-            cvt_size(unsafe {
-                libc::send(fd, data.as_ptr().cast(), data.len(), libc::MSG_NOSIGNAL)
-            })
-        })
+        // `MSG_DONTWAIT`: io_uring sockets are in blocking mode.
+        let send = || self.try_send_to_sockaddr(data, None);
+        match &self.reg {
+            Some(reg) => reg.poll_io(cx, Direction::Write, send),
+            None => {
+                readiness::poll_io_kept(wait, &self.driver, self.raw(), Direction::Write, cx, send)
+            }
+        }
+    }
+
+    /// io_uring: whether dropped owned writes are still sending or left
+    /// bytes to send, which go before any other write
+    /// ([`flush_carried`](Self::flush_carried) sends them).
+    pub(crate) fn has_carried_writes(&self) -> bool {
+        self.carry
+            .as_ref()
+            .is_some_and(|c| c.is_busy() && c.writes_pending())
+    }
+
+    /// io_uring: waits for the dropped owned writes still in flight and
+    /// sends what they left; at once if there are none (and in the fallback
+    /// backend, which has none).
+    pub(crate) async fn flush_carried(&self) -> io::Result<()> {
+        match &self.carry {
+            Some(carry) if carry.is_busy() => self.send_carried(carry).await,
+            _ => Ok(()),
+        }
     }
 
     pub(crate) fn is_uring(&self) -> bool {
@@ -1033,6 +1069,23 @@ impl Socket {
 /// carried datagram records one).
 fn no_sender() -> io::Error {
     io::Error::other("a carried datagram without its sender's address")
+}
+
+/// A new epoll instance (close-on-exec) watching `fd` for `EPOLLIN`,
+/// level-triggered: it is readable exactly while `fd` is (polling an epoll
+/// instance asks each of its ready items again).
+fn watch_readable(fd: RawFd) -> io::Result<OwnedFd> {
+    // SAFETY: plain system call without pointers.
+    let ep = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: a new descriptor nobody else owns.
+    let ep = unsafe { OwnedFd::from_raw_fd(ep) };
+    let mut event = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: 0,
+    };
+    // SAFETY: `event` is a live local the call only reads.
+    cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) })?;
+    Ok(ep)
 }
 
 /// Reads and clears the socket's pending error (`SO_ERROR`).

@@ -1,9 +1,21 @@
-//! `futures-io` adapters for the stream sockets. In the fallback backend
-//! they call the non-blocking system calls on the caller's slice directly;
-//! with io_uring, whose operations need owned buffers, reads go through an
-//! internal buffer that is refilled by one `recv` at a time, and writes are
-//! copied into an internal buffer that is sent in the background (its error,
-//! if any, is reported by the next write, flush or close).
+//! `futures-io` adapters for the stream sockets (and tokio's and hyper's
+//! traits, which share them).
+//!
+//! Writes, in both backends, send from the caller's slice with one
+//! non-blocking `send` and report what the kernel took; while it takes
+//! nothing, the write is pending on the socket's writability (with
+//! io_uring, a one-shot `POLL_ADD` kept here between polls). No byte waits
+//! in the runtime, so a write reported done is in the kernel, a flush has
+//! nothing to wait for, a shutdown is immediate (it never waits for the
+//! peer to read), and a write future dropped while pending has sent
+//! nothing. With io_uring, what dropped owned writes (`write_owned`) left to
+//! send goes first.
+//!
+//! Reads: in the fallback backend the non-blocking `recv` into the caller's
+//! slice; with io_uring, whose receives need owned buffers, through an
+//! internal buffer refilled by one `recv` at a time (a read dropped while
+//! that is in flight loses nothing: its bytes wait here, or in the socket's
+//! carry if the stream is gone).
 
 use std::future::Future;
 use std::io;
@@ -12,11 +24,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use super::socket::Socket;
+use crate::io::unix::readiness::KeptPoll;
 
 /// Bytes the internal read buffer asks the kernel for at a time.
 const READ_CHUNK: usize = 16 * 1024;
-/// Most bytes one `poll_write` takes into the internal buffer.
-const WRITE_CHUNK: usize = 64 * 1024;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
@@ -25,9 +36,17 @@ enum ReadSide {
     Busy(BoxFut<(io::Result<usize>, Vec<u8>)>),
 }
 
-enum WriteSide {
-    Idle(Vec<u8>),
-    Busy(BoxFut<(io::Result<()>, Vec<u8>)>),
+/// The write side's state between polls.
+#[derive(Default)]
+struct WriteSide {
+    /// io_uring: the `POLL_ADD` for writability of a write that found the
+    /// socket full (it holds no data). The streams declare their `Compat`
+    /// before their socket, so that it is cancelled before the descriptor
+    /// can close.
+    wait: KeptPoll,
+    /// io_uring: sending what dropped owned writes left, which goes before
+    /// any byte written here.
+    carried: Option<BoxFut<io::Result<()>>>,
 }
 
 /// The state of a stream's `AsyncRead`/`AsyncWrite` implementation.
@@ -50,15 +69,16 @@ impl Compat {
                 buf: Vec::new(),
                 pos: 0,
             },
-            write: WriteSide::Idle(Vec::new()),
+            write: WriteSide::default(),
         }
     }
 
     /// Whether the adapters hold nothing: no buffered read bytes and no
-    /// operation under way.
+    /// operation under way but a wait for writability (which holds no
+    /// data and is cancelled with the adapters).
     pub(crate) fn is_idle(&self) -> bool {
         matches!(&self.read, ReadSide::Idle { buf, pos } if *pos >= buf.len())
-            && matches!(self.write, WriteSide::Idle(_))
+            && self.write.carried.is_none()
     }
 
     pub(crate) fn poll_read(
@@ -101,14 +121,20 @@ impl Compat {
         }
     }
 
-    /// Waits for the background write, if any; its error comes back.
-    fn poll_write_done(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if let WriteSide::Busy(op) = &mut self.write {
-            let (result, buf) = std::task::ready!(op.as_mut().poll(cx));
-            self.write = WriteSide::Idle(buf);
-            result?;
+    /// io_uring: sends what dropped owned writes left, if anything (at
+    /// once `Ready` otherwise, and in the fallback backend).
+    fn poll_carried(&mut self, sock: &Arc<Socket>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.write.carried.is_none() {
+            if !sock.has_carried_writes() {
+                return Poll::Ready(Ok(()));
+            }
+            let sock = sock.clone();
+            self.write.carried = Some(Box::pin(async move { sock.flush_carried().await }));
         }
-        Poll::Ready(Ok(()))
+        let carried = self.write.carried.as_mut().expect("set above");
+        let result = std::task::ready!(carried.as_mut().poll(cx));
+        self.write.carried = None;
+        Poll::Ready(result)
     }
 
     pub(crate) fn poll_write(
@@ -117,36 +143,28 @@ impl Compat {
         cx: &mut Context<'_>,
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
-        if !sock.is_uring() {
-            return sock.poll_send_slice(cx, data);
-        }
-        std::task::ready!(self.poll_write_done(cx))?;
-        let WriteSide::Idle(buf) = &mut self.write else {
-            unreachable!("poll_write_done leaves the write side idle")
-        };
-        let mut buf = std::mem::take(buf);
-        buf.clear();
-        let n = data.len().min(WRITE_CHUNK);
-        buf.extend_from_slice(&data[..n]);
-        let sock = sock.clone();
-        self.write = WriteSide::Busy(Box::pin(async move { sock.send_all(buf).await }));
-        // Start the send now, so that it runs while the caller goes on.
-        if let Poll::Ready(Err(e)) = self.poll_write_done(cx) {
-            return Poll::Ready(Err(e));
-        }
-        Poll::Ready(Ok(n))
+        std::task::ready!(self.poll_carried(sock, cx))?;
+        sock.poll_send_slice(cx, &mut self.write.wait, data)
     }
 
-    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.poll_write_done(cx)
+    /// Nothing waits in the runtime but what dropped owned writes left.
+    pub(crate) fn poll_flush(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.poll_carried(sock, cx)
     }
 
+    /// Shuts the write side down once what dropped owned writes left is
+    /// sent; immediate otherwise (bytes already written are in the kernel,
+    /// which sends them before the end of the stream).
     pub(crate) fn poll_close(
         &mut self,
         sock: &Arc<Socket>,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
-        std::task::ready!(self.poll_write_done(cx))?;
+        std::task::ready!(self.poll_carried(sock, cx))?;
         Poll::Ready(sock.shutdown(std::net::Shutdown::Write))
     }
 }
@@ -254,7 +272,8 @@ macro_rules! impl_write_trait {
                 self: std::pin::Pin<&mut Self>,
                 cx: &mut std::task::Context<'_>,
             ) -> std::task::Poll<std::io::Result<()>> {
-                self.get_mut().compat.poll_flush(cx)
+                let this = self.get_mut();
+                this.compat.poll_flush(&this.sock, cx)
             }
 
             fn $close(

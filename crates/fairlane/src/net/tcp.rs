@@ -281,7 +281,8 @@ impl fmt::Debug for TcpListener {
 
 /// A TCP connection. Reads and writes take owned buffers and hand them
 /// back; [`futures_io::AsyncRead`]/[`futures_io::AsyncWrite`] are
-/// implemented too (through internal buffers with io_uring).
+/// implemented too (writes from the caller's slice; reads through an
+/// internal buffer with io_uring).
 ///
 /// # Example
 /// ```
@@ -305,8 +306,10 @@ impl fmt::Debug for TcpListener {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct TcpStream {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl TcpStream {
@@ -377,8 +380,8 @@ impl TcpStream {
     /// error, an [`IntoStdError`](super::IntoStdError), gives the stream
     /// back: the runtime still holds bytes that reads dropped in flight
     /// received (io_uring; a read returns them), writes dropped in flight
-    /// that are still sending, or data of the `AsyncRead`/`AsyncWrite`
-    /// adapter (bytes read ahead, a write not flushed).
+    /// that are still sending, or bytes the `AsyncRead` adapter read
+    /// ahead.
     ///
     /// # Example
     /// ```
@@ -617,8 +620,10 @@ impl TcpStream {
     /// Shuts down the read side, the write side, or both, at once (std's
     /// `shutdown`). Named apart so that it does not hide the asynchronous
     /// `shutdown()` of tokio's `AsyncWriteExt` (`tokio-io` feature), which
-    /// first finishes buffered writes; futures' `AsyncWriteExt::close` does
-    /// the same.
+    /// shuts the write side down as well, after what owned writes dropped
+    /// in flight left to send (bytes the `AsyncWrite` adapters reported
+    /// written are in the kernel already); futures' `AsyncWriteExt::close`
+    /// does the same.
     ///
     /// # Example
     /// ```
@@ -768,8 +773,10 @@ impl fmt::Debug for TcpStream {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct OwnedReadHalf {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl OwnedReadHalf {
@@ -835,8 +842,10 @@ impl OwnedReadHalf {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct OwnedWriteHalf {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl OwnedWriteHalf {

@@ -212,8 +212,10 @@ impl fmt::Debug for UnixListener {
 /// }
 /// ```
 pub struct UnixStream {
-    sock: Arc<Socket>,
+    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// cancelled before the descriptor can close.
     compat: Compat,
+    sock: Arc<Socket>,
 }
 
 impl UnixStream {
@@ -389,8 +391,10 @@ impl UnixStream {
     /// Shuts down the read side, the write side, or both, at once (std's
     /// `shutdown`). Named apart so that it does not hide the asynchronous
     /// `shutdown()` of tokio's `AsyncWriteExt` (`tokio-io` feature), which
-    /// first finishes buffered writes; futures' `AsyncWriteExt::close` does
-    /// the same.
+    /// shuts the write side down as well, after what owned writes dropped
+    /// in flight left to send (bytes the `AsyncWrite` adapters reported
+    /// written are in the kernel already); futures' `AsyncWriteExt::close`
+    /// does the same.
     ///
     /// # Example
     /// ```

@@ -397,6 +397,18 @@ pub async fn pair() -> (fairlane::net::TcpStream, std::net::TcpStream) {
     (stream, peer)
 }
 
+/// A connected pair of fairlane streams: the client and the server's side.
+pub async fn fairlane_pair() -> (fairlane::net::TcpStream, fairlane::net::TcpStream) {
+    let listener = fairlane::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .unwrap();
+    let client = fairlane::net::TcpStream::connect(listener.local_addr().unwrap())
+        .await
+        .unwrap();
+    let (server, _) = listener.accept().await.unwrap();
+    (client, server)
+}
+
 /// Polls `read` once; if it is not ready, lets its processor submit it and
 /// reap its completion (the task sleeps meanwhile, so nobody looks), then
 /// drops it. Returns its output if the first poll had it. The peer's data,
