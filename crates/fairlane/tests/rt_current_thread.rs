@@ -154,26 +154,43 @@ fn many_tasks_fed_from_another_thread_complete() {
     });
 }
 
+/// A task that yields in a loop until stopped.
+struct Spinner {
+    stop: Arc<AtomicBool>,
+    task: fairlane::JoinHandle<()>,
+}
+
+impl Spinner {
+    fn spawn() -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let spin = stop.clone();
+        let task = fairlane::spawn(async move {
+            while !spin.load(Ordering::Relaxed) {
+                fairlane::yield_now().await;
+            }
+        });
+        Spinner { stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap();
+    }
+}
+
 #[test]
 fn block_on_completes_while_a_task_spins_on_yield() {
     bounded("complete_block_on_under_load", || {
         let rt = rt();
         rt.block_on(async {
-            let stop = Arc::new(AtomicBool::new(false));
-            let spin = stop.clone();
-            let spinner = fairlane::spawn(async move {
-                while !spin.load(Ordering::Relaxed) {
-                    fairlane::yield_now().await;
-                }
-            });
+            let spinner = Spinner::spawn();
             let (tx, rx) = oneshot::channel();
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(20));
                 tx.send(()).unwrap();
             });
             rx.await.unwrap();
-            stop.store(true, Ordering::Relaxed);
-            spinner.await.unwrap();
+            spinner.stop().await;
         });
     });
 }
@@ -481,13 +498,7 @@ fn io_completes_while_a_task_spins_on_yield() {
     bounded("io_driver_called_when_under_load", || {
         let rt = rt();
         rt.block_on(async {
-            let stop = Arc::new(AtomicBool::new(false));
-            let spin = stop.clone();
-            let spinner = fairlane::spawn(async move {
-                while !spin.load(Ordering::Relaxed) {
-                    fairlane::yield_now().await;
-                }
-            });
+            let spinner = Spinner::spawn();
             let listener = fairlane::net::TcpListener::bind("127.0.0.1:0")
                 .await
                 .unwrap();
@@ -498,8 +509,7 @@ fn io_completes_while_a_task_spins_on_yield() {
             });
             server.await.unwrap().unwrap();
             client.await.unwrap().unwrap();
-            stop.store(true, Ordering::Relaxed);
-            spinner.await.unwrap();
+            spinner.stop().await;
         });
     });
 }
