@@ -154,26 +154,43 @@ fn many_tasks_fed_from_another_thread_complete() {
     });
 }
 
+/// A task that yields in a loop until stopped.
+struct Spinner {
+    stop: Arc<AtomicBool>,
+    task: fairlane::JoinHandle<()>,
+}
+
+impl Spinner {
+    fn spawn() -> Spinner {
+        let stop = Arc::new(AtomicBool::new(false));
+        let spin = stop.clone();
+        let task = fairlane::spawn(async move {
+            while !spin.load(Ordering::Relaxed) {
+                fairlane::yield_now().await;
+            }
+        });
+        Spinner { stop, task }
+    }
+
+    async fn stop(self) {
+        self.stop.store(true, Ordering::Relaxed);
+        self.task.await.unwrap();
+    }
+}
+
 #[test]
 fn block_on_completes_while_a_task_spins_on_yield() {
     bounded("complete_block_on_under_load", || {
         let rt = rt();
         rt.block_on(async {
-            let stop = Arc::new(AtomicBool::new(false));
-            let spin = stop.clone();
-            let spinner = fairlane::spawn(async move {
-                while !spin.load(Ordering::Relaxed) {
-                    fairlane::yield_now().await;
-                }
-            });
+            let spinner = Spinner::spawn();
             let (tx, rx) = oneshot::channel();
             thread::spawn(move || {
                 thread::sleep(Duration::from_millis(20));
                 tx.send(()).unwrap();
             });
             rx.await.unwrap();
-            stop.store(true, Ordering::Relaxed);
-            spinner.await.unwrap();
+            spinner.stop().await;
         });
     });
 }
@@ -457,5 +474,138 @@ fn a_panic_in_block_on_leaves_the_runtime_usable() {
         }));
         assert!(panicked.is_err());
         assert_eq!(rt.block_on(queued).unwrap(), 5);
+    });
+}
+
+#[test]
+fn a_sleep_awaited_on_a_blocking_thread_ends_while_block_on_drives() {
+    bounded("sleep_from_blocking", || {
+        let rt = rt();
+        rt.block_on(async {
+            fairlane::task::spawn_blocking(|| {
+                // No fairlane block_on here: the timer is the runtime's,
+                // fired by the thread in Runtime::block_on.
+                futures_lite::future::block_on(fairlane::time::sleep(Duration::from_millis(1)));
+            })
+            .await
+            .unwrap();
+        });
+    });
+}
+
+#[test]
+fn io_completes_while_a_task_spins_on_yield() {
+    bounded("io_driver_called_when_under_load", || {
+        let rt = rt();
+        rt.block_on(async {
+            let spinner = Spinner::spawn();
+            let listener = fairlane::net::TcpListener::bind("127.0.0.1:0")
+                .await
+                .unwrap();
+            let addr = listener.local_addr().unwrap();
+            let server = fairlane::spawn(async move { listener.accept().await.map(|_| ()) });
+            let client = fairlane::spawn(async move {
+                fairlane::net::TcpStream::connect(addr).await.map(|_| ())
+            });
+            server.await.unwrap().unwrap();
+            client.await.unwrap().unwrap();
+            spinner.stop().await;
+        });
+    });
+}
+
+/// Calls the closure when dropped.
+struct OnDrop<F: FnMut()>(F);
+
+impl<F: FnMut()> Drop for OnDrop<F> {
+    fn drop(&mut self) {
+        (self.0)()
+    }
+}
+
+#[test]
+fn tasks_that_wake_each_other_when_dropped_are_all_dropped_at_shutdown() {
+    bounded("wake_while_rt_is_dropping", || {
+        let (tx1, rx1) = oneshot::channel::<()>();
+        let (tx2, rx2) = oneshot::channel::<()>();
+        let barrier = Arc::new(tokio::sync::Barrier::new(3));
+        let rt = rt();
+        for (tx, rx) in [(tx2, rx1), (tx1, rx2)] {
+            let barrier = barrier.clone();
+            rt.spawn(async move {
+                let mut tx = Some(tx);
+                let _wake_the_other = OnDrop(move || {
+                    let _ = tx.take().unwrap().send(());
+                });
+                let _ = tokio::join!(rx, barrier.wait());
+            });
+        }
+        rt.block_on(barrier.wait());
+        drop(rt);
+    });
+}
+
+#[test]
+fn futures_are_dropped_eagerly_at_shutdown_and_enter_makes_spawn_work() {
+    bounded("eagerly_drops_futures_on_shutdown", || {
+        let rt = rt();
+        let task = {
+            let _guard = rt.enter();
+            fairlane::spawn(async {})
+        };
+        rt.block_on(task).unwrap();
+        let (dropped_tx, dropped) = mpsc::channel();
+        let (ran_tx, ran) = oneshot::channel();
+        rt.block_on(async move {
+            fairlane::spawn(async move {
+                let _dropped = OnDrop(move || dropped_tx.send(()).unwrap());
+                ran_tx.send(()).unwrap();
+                std::future::pending::<()>().await
+            });
+            ran.await.unwrap();
+        });
+        drop(rt);
+        dropped.recv().unwrap();
+    });
+}
+
+#[test]
+fn a_runtime_kept_in_a_thread_local_is_dropped_with_the_thread() {
+    thread_local! {
+        static KEPT: std::cell::RefCell<Vec<Runtime>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    bounded("runtime_in_thread_local", || {
+        thread::spawn(|| {
+            // Dropped while the thread's locals are destroyed, the
+            // runtime's own context among them (either flavor).
+            let multi = Builder::new_multi_thread()
+                .worker_threads(1)
+                .build()
+                .unwrap();
+            KEPT.with(|kept| kept.borrow_mut().extend([rt(), multi]));
+            let _second = rt();
+        })
+        .join()
+        .unwrap();
+    });
+}
+
+#[test]
+fn spawning_from_another_thread_while_the_runtime_drops_is_harmless() {
+    bounded("shutdown_concurrent_spawn", || {
+        for _ in 0..20 {
+            let rt = rt();
+            let handle = rt.handle().clone();
+            let (tx, rx) = mpsc::channel();
+            let spawner = thread::spawn(move || {
+                tx.send(()).unwrap();
+                for _ in 0..100 {
+                    drop(handle.spawn(async {}));
+                }
+            });
+            rx.recv().unwrap();
+            drop(rt);
+            spawner.join().unwrap();
+        }
     });
 }

@@ -41,27 +41,35 @@ thread_local! {
 }
 
 /// Runs `f` with the current runtime's handle, if there is one.
+///
+/// While the thread's locals are being destroyed (a runtime kept in a
+/// thread-local is dropped with its thread) there is none.
 pub(crate) fn with_current<R>(f: impl FnOnce(&Handle) -> R) -> Option<R> {
-    CURRENT.with(|c| c.borrow().as_ref().map(|c| f(&c.handle)))
+    CURRENT
+        .try_with(|c| c.borrow().as_ref().map(|c| f(&c.handle)))
+        .ok()
+        .flatten()
+}
+
+/// Whether this thread's context satisfies `test` (false while the
+/// thread's locals are being destroyed).
+fn current_is(test: impl FnOnce(&Context) -> bool) -> bool {
+    CURRENT
+        .try_with(|c| c.borrow().as_ref().is_some_and(test))
+        .unwrap_or(false)
 }
 
 /// Whether this thread is one of the blocking-pool threads of `handle`'s
 /// runtime.
 pub(crate) fn is_blocking_thread_of(handle: &Handle) -> bool {
-    CURRENT.with(|c| {
-        c.borrow()
-            .as_ref()
-            .is_some_and(|c| c.role == Role::Blocking && c.handle.same_runtime(handle))
-    })
+    current_is(|c| c.role == Role::Blocking && c.handle.same_runtime(handle))
 }
 
 /// Whether this thread drives a current-thread runtime: it is in that
 /// runtime's `block_on` (polling the future, or running a task there).
 pub(crate) fn drives_current_thread() -> bool {
-    CURRENT.with(|c| {
-        c.borrow().as_ref().is_some_and(|c| {
-            c.role == Role::Driving && c.handle.shared.flavor == super::RuntimeFlavor::CurrentThread
-        })
+    current_is(|c| {
+        c.role == Role::Driving && c.handle.shared.flavor == super::RuntimeFlavor::CurrentThread
     })
 }
 
@@ -72,7 +80,7 @@ pub(crate) fn drives_current_thread() -> bool {
 /// queued behind the blocked one.
 #[track_caller]
 pub(crate) fn enter(handle: Handle) -> EnterGuard {
-    if CURRENT.with(|c| c.borrow().as_ref().is_some_and(|c| c.role == Role::Driving)) {
+    if current_is(|c| c.role == Role::Driving) {
         panic!(
             "Cannot start a fairlane runtime from within a runtime: `block_on` was called from a \
              task or from inside another `block_on`, which would block a thread that is driving \
