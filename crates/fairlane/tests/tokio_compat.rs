@@ -7,8 +7,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 /// Without the bridge, a task that calls `tokio::spawn` panics with tokio's
 /// message; the `JoinError` says what to do.
 #[test]
@@ -37,6 +35,7 @@ fn without_the_bridge_the_join_error_names_the_fix() {
 mod bridged {
     use super::*;
     use fairlane::io::IoBackend;
+    use std::time::Duration;
 
     fn runtime(backend: IoBackend) -> fairlane::Runtime {
         fairlane::Runtime::builder()
