@@ -33,3 +33,4 @@
 pub mod protocol;
 pub mod server;
 pub mod store;
+mod number;

@@ -630,7 +630,11 @@ mod tests {
             "CLIENT_ERROR invalid numeric delta argument\r\n"
         );
         assert_eq!(reply(&s, "incr n\r\n"), "ERROR\r\n");
-        assert_eq!(reply(&s, "get n\r\n"), "VALUE n 0 1\r\n1\r\nEND\r\n");
+        // As memcached: a shorter result is padded to the value's length.
+        assert_eq!(
+            reply(&s, "get n\r\n"),
+            format!("VALUE n 0 20\r\n1{}\r\nEND\r\n", " ".repeat(19))
+        );
     }
 
     #[test]
