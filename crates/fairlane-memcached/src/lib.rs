@@ -30,7 +30,7 @@
 
 #![warn(missing_docs)]
 
+mod number;
 pub mod protocol;
 pub mod server;
 pub mod store;
-mod number;

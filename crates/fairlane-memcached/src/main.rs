@@ -64,7 +64,9 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     if args.max_item_size > memory_limit / 2 {
-        eprintln!("fairlane-memcached: -I: the item size limit may be at most half the memory limit (-m)");
+        eprintln!(
+            "fairlane-memcached: -I: the item size limit may be at most half the memory limit (-m)"
+        );
         return ExitCode::FAILURE;
     }
     let options = Options {

@@ -131,11 +131,17 @@ impl Session {
         touch: Option<i64>,
         out: &mut S,
     ) -> Step {
-        // A key too long answers the whole command (memcached drops the
-        // values it had found before it).
-        if keys.clone().any(|key| key.len() > KEY_MAX) {
-            out.put(BAD_FORMAT);
-            return Step::Done(0);
+        // A key too long ends the command with an error in place of the
+        // values before it (as memcached: it looks them up, and touches
+        // them for gat, but drops its replies).
+        if self.keys_done == 0 {
+            if let Some(bad) = keys.clone().position(|key| key.len() > KEY_MAX) {
+                for key in keys.take(bad) {
+                    shared.store.get_touch(key, touch, |_| ());
+                }
+                out.put(BAD_FORMAT);
+                return Step::Done(0);
+            }
         }
         for (i, key) in keys.enumerate().skip(self.keys_done) {
             if out.full() {
@@ -358,7 +364,10 @@ fn stats<S: Sink>(shared: &Shared, args: &[&[u8]], out: &mut S) -> Step {
         ("pointer_size", u64::from(usize::BITS)),
         ("curr_connections", counter(&shared.curr_connections)),
         ("total_connections", counter(&shared.total_connections)),
-        ("rejected_connections", counter(&shared.rejected_connections)),
+        (
+            "rejected_connections",
+            counter(&shared.rejected_connections),
+        ),
         ("max_connections", shared.max_connections as u64),
         ("cmd_get", s.cmd_get),
         ("cmd_set", s.cmd_set),

@@ -27,8 +27,8 @@ use std::sync::atomic::{AtomicU32, AtomicU64};
 
 use crate::store::{Reservation, Store};
 
-pub use self::replies::{Replies, HIGH_WATER, SHARE_MIN};
 use self::replies::Sink;
+pub use self::replies::{Replies, HIGH_WATER, SHARE_MIN};
 
 /// The longest key memcached accepts.
 pub const KEY_MAX: usize = 250;

@@ -24,6 +24,13 @@ pub const HIGH_WATER: usize = 32 * 1024;
 /// value, a `stats` reply, an error line.
 const PIECE_MAX: usize = 2 * 1024;
 
+/// A place in a [`Sink`]: its bytes and shared values so far.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Mark {
+    bytes: usize,
+    shared: usize,
+}
+
 /// What a session writes its replies into.
 pub(crate) trait Sink {
     /// Adds bytes.
@@ -33,11 +40,11 @@ pub(crate) trait Sink {
     fn put_value(&mut self, value: &Arc<[u8]>);
     /// Whether the session should stop and let the replies be sent.
     fn full(&self) -> bool;
-    /// Where the next bytes go, for [`truncate`](Self::truncate).
-    fn mark(&self) -> usize;
-    /// Drops the bytes added since `mark` (a `noreply` command's reply,
-    /// which shares no value).
-    fn truncate(&mut self, mark: usize);
+    /// Where the next reply goes, for [`truncate`](Self::truncate).
+    fn mark(&self) -> Mark;
+    /// Drops what was added since `mark` (a `noreply` command's reply, a
+    /// get that ends in an error).
+    fn truncate(&mut self, mark: Mark);
     /// Adds formatted text.
     fn put_fmt(&mut self, args: std::fmt::Arguments<'_>);
 }
@@ -52,11 +59,14 @@ impl Sink for Vec<u8> {
     fn full(&self) -> bool {
         false
     }
-    fn mark(&self) -> usize {
-        Vec::len(self)
+    fn mark(&self) -> Mark {
+        Mark {
+            bytes: self.len(),
+            shared: 0,
+        }
     }
-    fn truncate(&mut self, mark: usize) {
-        Vec::truncate(self, mark);
+    fn truncate(&mut self, mark: Mark) {
+        Vec::truncate(self, mark.bytes);
     }
     fn put_fmt(&mut self, args: std::fmt::Arguments<'_>) {
         let _ = self.write_fmt(args);
@@ -188,11 +198,17 @@ impl Sink for Replies {
     fn full(&self) -> bool {
         self.len() >= self.high_water
     }
-    fn mark(&self) -> usize {
-        self.bytes.len()
+    fn mark(&self) -> Mark {
+        Mark {
+            bytes: self.bytes.len(),
+            shared: self.shared.len(),
+        }
     }
-    fn truncate(&mut self, mark: usize) {
-        self.bytes.truncate(mark);
+    fn truncate(&mut self, mark: Mark) {
+        self.bytes.truncate(mark.bytes);
+        for (_, value) in self.shared.drain(mark.shared..) {
+            self.shared_len -= value.len();
+        }
     }
     fn put_fmt(&mut self, args: std::fmt::Arguments<'_>) {
         let _ = self.bytes.write_fmt(args);

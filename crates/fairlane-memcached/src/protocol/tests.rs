@@ -284,7 +284,10 @@ fn a_line_too_long_closes_the_connection() {
     assert_eq!(s.store.stats().reserved, 0, "given back once the line ran");
     let huge = format!("get {}", "k ".repeat(GET_LINE_MAX / 2));
     let (out, close) = run(&s, huge.as_bytes());
-    assert_eq!((out.as_str(), close), ("CLIENT_ERROR line too long\r\n", true));
+    assert_eq!(
+        (out.as_str(), close),
+        ("CLIENT_ERROR line too long\r\n", true)
+    );
 }
 
 #[test]
@@ -440,10 +443,16 @@ fn noreply_is_read_only_where_memcached_reads_it() {
     // A key named noreply.
     assert_eq!(reply(&s, "delete noreply\r\n"), "NOT_FOUND\r\n");
     reply(&s, "set noreply 0 0 1\r\na\r\n");
-    assert_eq!(reply(&s, "get noreply\r\n"), "VALUE noreply 0 1\r\na\r\nEND\r\n");
+    assert_eq!(
+        reply(&s, "get noreply\r\n"),
+        "VALUE noreply 0 1\r\na\r\nEND\r\n"
+    );
     assert_eq!(reply(&s, "delete noreply 0\r\n"), "DELETED\r\n");
     reply(&s, "set noreply 0 0 1\r\na\r\n");
-    assert_eq!(reply(&s, "delete noreply noreply\r\nget noreply\r\n"), "END\r\n");
+    assert_eq!(
+        reply(&s, "delete noreply noreply\r\nget noreply\r\n"),
+        "END\r\n"
+    );
     assert_eq!(reply(&s, "incr noreply 1\r\n"), "NOT_FOUND\r\n");
     assert_eq!(reply(&s, "touch noreply 1\r\n"), "NOT_FOUND\r\n");
     // The last word, once the word count is right: errors are silenced
@@ -484,7 +493,10 @@ fn gat_and_gats_get_and_touch() {
         reply(&s, "gat soon a\r\n"),
         "CLIENT_ERROR invalid exptime argument\r\n"
     );
-    assert_eq!(reply(&s, "gat -1 a\r\nget a\r\n"), "VALUE a 1 1\r\nA\r\nEND\r\nEND\r\n");
+    assert_eq!(
+        reply(&s, "gat -1 a\r\nget a\r\n"),
+        "VALUE a 1 1\r\nA\r\nEND\r\nEND\r\n"
+    );
 }
 
 #[test]
@@ -506,9 +518,18 @@ fn http_requests_close_the_connection() {
 fn replies_stop_at_their_high_water_mark() {
     let (s, _) = server(Config::default());
     let value = "v".repeat(SHARE_MIN);
-    reply(&s, &format!("set big 0 0 {}\r\n{value}\r\nset small 0 0 1\r\ns\r\n", value.len()));
+    reply(
+        &s,
+        &format!(
+            "set big 0 0 {}\r\n{value}\r\nset small 0 0 1\r\ns\r\n",
+            value.len()
+        ),
+    );
     let one = format!("VALUE big 0 {}\r\n{value}\r\nEND\r\n", value.len());
-    let input = format!("{}get small big small\r\nversion\r\n", "get big\r\n".repeat(20));
+    let input = format!(
+        "{}get small big small\r\nversion\r\n",
+        "get big\r\n".repeat(20)
+    );
     let mut session = Session::new();
     let mut replies = Replies::new(3 * SHARE_MIN);
     let mut sent = Vec::new();

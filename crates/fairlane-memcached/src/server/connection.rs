@@ -16,42 +16,29 @@
 
 use std::future::poll_fn;
 use std::io;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use fairlane::io::{IoBuf, IoBufMut};
 use fairlane::net::TcpStream;
 
+use super::open::Open;
 use super::shutdown::Registration;
-use crate::protocol::{Replies, Session, Shared, READ_BUFFER};
+use crate::protocol::{Replies, Session, READ_BUFFER};
 
 /// The input buffer of a connection whose commands are small.
 pub const IDLE_READ: usize = 2 * 1024;
 
-/// Counts a connection open while it lives.
-pub(super) struct Open(Arc<Shared>);
-
-impl Open {
-    /// Counts one more connection open in `shared`.
-    pub(super) fn new(shared: &Arc<Shared>) -> Open {
-        // Relaxed: counters read on their own (the accept loop, the only
-        // one to add, reads them before it does).
-        shared.curr_connections.fetch_add(1, Ordering::Relaxed);
-        shared.total_connections.fetch_add(1, Ordering::Relaxed);
-        Open(shared.clone())
-    }
-}
-
-impl Drop for Open {
-    fn drop(&mut self) {
-        self.0.curr_connections.fetch_sub(1, Ordering::Relaxed);
-    }
-}
+/// The most memory one connection holds besides what the store's memory
+/// limit counts: its input buffer ([`READ_BUFFER`]), its replies' own bytes
+/// ([`Replies::bound`]), and its task, socket and session (a few hundred
+/// bytes), rounded up. With `-c` connections at most, the server holds no
+/// more than `-m` plus `-c` times this for its clients, whatever they send.
+pub const CONNECTION_MEMORY: usize = 64 * 1024;
 
 /// One connection, until its client closes it, sends `quit`, or the server
 /// stops while it is between commands.
 pub(super) async fn connection(stream: TcpStream, open: Open, mut registration: Registration) {
-    let shared = &open.0;
+    let shared = &open.shared;
     let _ = stream.set_nodelay(true);
     let mut session = Session::new();
     let mut input = Vec::with_capacity(IDLE_READ);
@@ -223,8 +210,15 @@ unsafe impl IoBufMut for Tail {
 
 #[cfg(test)]
 mod tests {
-    use super::{resize, IDLE_READ};
-    use crate::protocol::READ_BUFFER;
+    use super::{resize, CONNECTION_MEMORY, IDLE_READ};
+    use crate::protocol::{Replies, READ_BUFFER};
+
+    #[test]
+    fn a_connection_fits_its_stated_bound() {
+        let own = READ_BUFFER + Replies::default().bound();
+        let state = std::mem::size_of::<crate::protocol::Session>() + 4096;
+        assert!(own + state <= CONNECTION_MEMORY, "{own} + {state}");
+    }
 
     #[test]
     fn the_input_buffer_grows_while_filled_and_shrinks_back() {

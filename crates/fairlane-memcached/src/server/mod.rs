@@ -13,6 +13,7 @@
 //! listening socket).
 
 mod connection;
+mod open;
 mod shutdown;
 
 use std::io;
@@ -24,8 +25,9 @@ use std::time::Duration;
 use fairlane::net::{TcpListener, TcpSocket};
 use fairlane::signal::unix::{signal, Signal, SignalKind};
 
-pub use self::connection::IDLE_READ;
-use self::connection::{connection, Open};
+use self::connection::connection;
+pub use self::connection::{CONNECTION_MEMORY, IDLE_READ};
+use self::open::{Open, Peak};
 use self::shutdown::Connections;
 use crate::protocol::Shared;
 use crate::store::{Config, Store, SystemClock};
@@ -86,10 +88,7 @@ pub fn run(options: Options) -> io::Result<()> {
         let mut interrupt = signal(SignalKind::interrupt())?;
         let mut terminate = signal(SignalKind::terminate())?;
         let listener = listen(&options.address, options.backlog)?;
-        let mut shared = Shared::new(
-            Store::new(options.store, Arc::new(SystemClock)),
-            processors,
-        );
+        let mut shared = Shared::new(Store::new(options.store, Arc::new(SystemClock)), processors);
         shared.max_connections = options.max_connections;
         let shared = Arc::new(shared);
         let connections = Arc::new(Connections::default());
@@ -187,20 +186,26 @@ fn listen(address: &str, backlog: u32) -> io::Result<TcpListener> {
 /// Accepts connections for ever, one task each, refusing those past the
 /// maximum.
 async fn accept(listener: &TcpListener, shared: &Arc<Shared>, connections: &Arc<Connections>) {
+    let peak = Arc::new(Peak::default());
     loop {
         match listener.accept().await {
             Ok((stream, _)) => {
                 // Relaxed: only this loop adds connections, so none is
                 // counted twice; one closing meanwhile only leaves room.
-                if shared.curr_connections.load(Ordering::Relaxed) >= shared.max_connections as u64 {
+                if shared.curr_connections.load(Ordering::Relaxed) >= shared.max_connections as u64
+                {
                     shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
                     // The socket's buffer is empty: the line goes at once,
                     // or not at all.
                     let _ = stream.try_write(b"ERROR Too many open connections\r\n");
                     continue;
                 }
-                let open = Open::new(shared);
-                drop(fairlane::spawn(connection(stream, open, connections.register())));
+                let open = Open::new(shared, &peak);
+                drop(fairlane::spawn(connection(
+                    stream,
+                    open,
+                    connections.register(),
+                )));
             }
             Err(e) => {
                 eprintln!("fairlane-memcached: accept failed: {e}");

@@ -30,8 +30,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 pub use self::clock::{Clock, ManualClock, SystemClock};
-pub use self::memory::Reservation;
 use self::memory::Account;
+pub use self::memory::Reservation;
 pub(crate) use self::shard::item_charge;
 use self::shard::Shard;
 

@@ -170,7 +170,13 @@ impl Shard {
 
     /// The live item under `key`, made the most recently used at `stamp`;
     /// an expired one is removed on the way.
-    pub(super) fn find(&mut self, key: &[u8], now: u64, stamp: u64, account: &Account) -> Option<usize> {
+    pub(super) fn find(
+        &mut self,
+        key: &[u8],
+        now: u64,
+        stamp: u64,
+        account: &Account,
+    ) -> Option<usize> {
         let at = *self.index.get(key)?;
         if self.nodes[at].item.expired(now) {
             self.remove(at, account);
