@@ -247,6 +247,12 @@ fn large_values_and_eviction_under_the_memory_limit() {
         }
         let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
         assert_eq!(c.get("get", &keys).len(), 40, "{backend}: 24 MB of 64");
+        // At `-I 1m`, as memcached counts an item: too large, not out of
+        // memory.
+        assert_eq!(
+            set(&mut c, "big", &vec![b'v'; 1_048_528]),
+            "SERVER_ERROR object too large for cache\r\n"
+        );
     });
 }
 
