@@ -357,18 +357,21 @@ fn stats<S: Sink>(shared: &Shared, args: &[&[u8]], out: &mut S) -> Step {
     let now = shared.store.now();
     // Relaxed: counters read on their own.
     let counter = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
-    let lines: [(&str, u64); 23] = [
+    // In memcached's order.
+    let first: [(&str, u64); 3] = [
         ("pid", u64::from(std::process::id())),
         ("uptime", now.saturating_sub(shared.started)),
         ("time", now),
+    ];
+    let rest: [(&str, u64); 20] = [
         ("pointer_size", u64::from(usize::BITS)),
+        ("max_connections", shared.max_connections as u64),
         ("curr_connections", counter(&shared.curr_connections)),
         ("total_connections", counter(&shared.total_connections)),
         (
             "rejected_connections",
             counter(&shared.rejected_connections),
         ),
-        ("max_connections", shared.max_connections as u64),
         ("cmd_get", s.cmd_get),
         ("cmd_set", s.cmd_set),
         ("cmd_touch", s.cmd_touch),
@@ -377,16 +380,19 @@ fn stats<S: Sink>(shared: &Shared, args: &[&[u8]], out: &mut S) -> Step {
         ("get_expired", s.expired),
         ("touch_hits", s.touch_hits),
         ("touch_misses", s.cmd_touch - s.touch_hits),
-        ("curr_items", s.curr_items),
-        ("total_items", s.total_items),
-        ("bytes", s.bytes),
-        ("evictions", s.evictions),
         ("limit_maxbytes", shared.store.memory_limit() as u64),
         ("threads", shared.processors as u64),
+        ("bytes", s.bytes),
+        ("curr_items", s.curr_items),
+        ("total_items", s.total_items),
+        ("evictions", s.evictions),
         ("reserved_bytes", s.reserved + s.pinned),
     ];
+    for (name, value) in first {
+        out.put_fmt(format_args!("STAT {name} {value}\r\n"));
+    }
     out.put_fmt(format_args!("STAT version {VERSION}\r\n"));
-    for (name, value) in lines {
+    for (name, value) in rest {
         out.put_fmt(format_args!("STAT {name} {value}\r\n"));
     }
     out.put(b"END\r\n");
