@@ -544,8 +544,11 @@ impl Store {
         }
     }
 
-    /// The counters, summed over the shards.
+    /// The counters, summed over the shards (values replies no longer
+    /// share are released first, so that `pinned` counts only those still
+    /// shared).
     pub fn stats(&self) -> Stats {
+        self.account.sweep();
         let mut sum = Stats {
             reserved: self.account.reserved() as u64,
             pinned: self.account.pinned_bytes() as u64,
