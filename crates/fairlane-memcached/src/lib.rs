@@ -1,16 +1,17 @@
 //! A memcached server on fairlane: memcached's text protocol over a
 //! sharded store with memcached's expiry, item size limit and LRU eviction
-//! under a memory limit.
+//! under a memory limit that bounds what clients can make it hold. The
+//! crate's README lists what still differs from memcached.
 //!
-//! - [`store`]: the items, in shards each under its own lock; time from a
-//!   [`store::Clock`] that tests move by hand.
+//! - [`store`]: the items, in shards each under its own lock, under one
+//!   memory account; time from a [`store::Clock`] that tests move by hand.
 //! - [`protocol`]: the text protocol as bytes in, bytes out, testable
 //!   without sockets.
-//! - [`server`]: connections on fairlane and the graceful shutdown on
-//!   SIGINT/SIGTERM.
+//! - [`server`]: connections on fairlane, what each may hold, and the
+//!   graceful shutdown on SIGINT/SIGTERM.
 //!
 //! ```text
-//! cargo run --release -p fairlane-memcached -- [ADDRESS] [PROCESSORS] [-m MEGABYTES] [-I BYTES]
+//! cargo run --release -p fairlane-memcached -- [ADDRESS] [PROCESSORS] [-m MEGABYTES] [-I SIZE] [-c CONNECTIONS] [-b BACKLOG]
 //! ```
 //!
 //! # Example
@@ -30,6 +31,7 @@
 
 #![warn(missing_docs)]
 
+mod number;
 pub mod protocol;
 pub mod server;
 pub mod store;

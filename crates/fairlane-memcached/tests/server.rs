@@ -2,174 +2,13 @@
 //! graceful shutdown on SIGTERM, and libmemcached's conformance suite
 //! (`memccapable`, skipped with a message where it is not installed).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
+mod support;
+
+use std::io::Read;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Generous: only a server that hangs takes this long.
-const DEADLINE: Duration = Duration::from_secs(60);
-
-const BACKENDS: [&str; 2] = ["io_uring", "fallback"];
-
-/// The server in a child process; its standard error's lines arrive on
-/// `lines` (read by a thread, so that waiting for one has a deadline).
-struct Server {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    addr: SocketAddr,
-}
-
-impl Server {
-    fn start(backend: &str, args: &[&str]) -> Server {
-        Server::start_on("127.0.0.1:0", backend, args)
-    }
-
-    fn start_on(address: &str, backend: &str, args: &[&str]) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_fairlane-memcached"))
-            .arg(address)
-            .arg("1")
-            .args(args)
-            .env("FAIRLANE_IO_BACKEND", backend)
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("start the server");
-        let stderr = child.stderr.take().expect("piped");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { return };
-                if tx.send(line).is_err() {
-                    return;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            lines,
-            addr: "0.0.0.0:0".parse().unwrap(),
-        };
-        let line = server.wait_for("listening on ");
-        server.addr = line
-            .split("listening on ")
-            .nth(1)
-            .and_then(|rest| rest.split(' ').next())
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("no address in {line:?}"));
-        assert!(line.contains(backend), "{line}");
-        server
-    }
-
-    /// The next line of the server's standard error that contains `what`.
-    fn wait_for(&mut self, what: &str) -> String {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.lines.recv_timeout(left) {
-                Ok(line) if line.contains(what) => return line,
-                Ok(_) => {}
-                Err(e) => panic!("no line with {what:?} from the server: {e}"),
-            }
-        }
-    }
-
-    fn connect(&self) -> Client {
-        let stream = TcpStream::connect(self.addr).expect("connect");
-        stream.set_read_timeout(Some(DEADLINE)).unwrap();
-        Client {
-            reader: BufReader::new(stream.try_clone().unwrap()),
-            stream,
-        }
-    }
-
-    fn terminate(&self) {
-        // SAFETY: kill has no memory preconditions; the child is not yet
-        // waited for, so its pid is still its own.
-        assert_eq!(
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) },
-            0
-        );
-    }
-
-    fn wait(mut self) -> ExitStatus {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status;
-            }
-            assert!(Instant::now() < deadline, "the server did not exit");
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        // A test that failed leaves no server behind.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-struct Client {
-    stream: TcpStream,
-    reader: BufReader<TcpStream>,
-}
-
-impl Client {
-    fn send(&mut self, bytes: &[u8]) {
-        self.stream.write_all(bytes).unwrap();
-    }
-
-    fn line(&mut self) -> String {
-        let mut line = String::new();
-        self.reader.read_line(&mut line).unwrap();
-        line
-    }
-
-    /// Sends `command`, returns the reply's first line.
-    fn ask(&mut self, command: &str) -> String {
-        self.send(command.as_bytes());
-        self.line()
-    }
-
-    /// The values `get`/`gets` returned for `keys`, as (key, value, cas).
-    fn get(&mut self, verb: &str, keys: &[&str]) -> Vec<(String, Vec<u8>, Option<u64>)> {
-        self.send(format!("{verb} {}\r\n", keys.join(" ")).as_bytes());
-        let mut found = Vec::new();
-        loop {
-            let line = self.line();
-            if line == "END\r\n" {
-                return found;
-            }
-            let words: Vec<&str> = line.trim_end().split(' ').collect();
-            assert_eq!(words[0], "VALUE", "{line:?}");
-            let len: usize = words[3].parse().unwrap();
-            let mut value = vec![0; len + 2];
-            self.reader.read_exact(&mut value).unwrap();
-            assert_eq!(&value[len..], b"\r\n");
-            value.truncate(len);
-            found.push((
-                words[1].to_string(),
-                value,
-                words.get(4).map(|c| c.parse().unwrap()),
-            ));
-        }
-    }
-
-    /// Whether the server closed the connection (end of stream).
-    fn closed(&mut self) -> bool {
-        let mut byte = [0];
-        matches!(self.reader.read(&mut byte), Ok(0))
-    }
-}
-
-fn on_both_backends(scenario: impl Fn(&str)) {
-    for backend in BACKENDS {
-        scenario(backend);
-    }
-}
+use support::{on_both_backends, Client, Server, BACKENDS, DEADLINE};
 
 #[test]
 fn storage_and_retrieval_over_tcp() {
@@ -212,6 +51,8 @@ fn storage_and_retrieval_over_tcp() {
         );
         assert_eq!(c.line(), "ERROR\r\n");
         assert_eq!(c.ask("bogus\r\n"), "ERROR\r\n");
+        // A key named noreply is answered.
+        assert_eq!(c.ask("delete noreply\r\n"), "NOT_FOUND\r\n");
 
         // A client that disconnects in the middle of a value: the server
         // goes on serving the others.
@@ -307,7 +148,7 @@ fn restarts_on_the_same_port_at_once() {
     on_both_backends(|backend| {
         let mut address = "127.0.0.1:0".to_string();
         for round in 0..10 {
-            let mut server = Server::start_on(&address, backend, &[]);
+            let mut server = Server::start_on(&address, backend, 1, &[]);
             address = server.addr.to_string();
             let mut c = server.connect();
             assert!(
@@ -374,4 +215,217 @@ fn memccapable(tool: &str, backend: &str) {
         assert!(report.contains("All tests passed"), "{backend}:\n{report}");
         assert!(!report.contains("[FAIL]"), "{backend}:\n{report}");
     }
+}
+
+/// Values far larger than a 64th of the memory limit are stored, and the
+/// newest values survive while they fit (memcached's acceptance: with
+/// equal values, nothing evicted under the limit, and at least 95% of the
+/// newest that fit kept).
+#[test]
+fn large_values_and_eviction_under_the_memory_limit() {
+    on_both_backends(|backend| {
+        let server = Server::start(backend, &["-m", "8"]);
+        let mut c = server.connect();
+        let value = vec![b'v'; 200_000];
+        assert_eq!(set(&mut c, "big", &value), "STORED\r\n");
+        assert_eq!(c.get("get", &["big"])[0].1, value);
+        // 50 KB values: room for some 160 of them in 8 MiB.
+        let value = vec![b'v'; 50_000];
+        for i in 0..300 {
+            assert_eq!(set(&mut c, &format!("key{i}"), &value), "STORED\r\n");
+        }
+        let newest: Vec<String> = (200..300).map(|i| format!("key{i}")).collect();
+        let newest: Vec<&str> = newest.iter().map(String::as_str).collect();
+        assert_eq!(c.get("get", &newest).len(), 100, "{backend}");
+
+        let server = Server::start(backend, &["-m", "64"]);
+        let mut c = server.connect();
+        let value = vec![b'v'; 600_000];
+        let keys: Vec<String> = (0..40).map(|i| format!("key{i}")).collect();
+        for key in &keys {
+            assert_eq!(set(&mut c, key, &value), "STORED\r\n");
+        }
+        let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+        assert_eq!(c.get("get", &keys).len(), 40, "{backend}: 24 MB of 64");
+        // At `-I 1m`, as memcached counts an item: too large, not out of
+        // memory.
+        assert_eq!(
+            set(&mut c, "big", &vec![b'v'; 1_048_528]),
+            "SERVER_ERROR object too large for cache\r\n"
+        );
+    });
+}
+
+/// Sets `key` to `value` in one write (a short write after a long one
+/// would wait for the peer's delayed acknowledgement); the reply.
+fn set(c: &mut Client, key: &str, value: &[u8]) -> String {
+    let line = format!("set {key} 0 0 {}\r\n", value.len());
+    c.send(&[line.as_bytes(), value, b"\r\n"].concat());
+    c.line()
+}
+
+/// Waits until `done` holds, up to the deadline.
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + DEADLINE;
+    while !done() {
+        assert!(Instant::now() < deadline, "waited too long for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// A loose bound on the server's resident memory against clients that
+/// pipeline gets of a large value without reading, or announce values they
+/// never finish: it stays within a few times the memory limit (copying
+/// every reply would take 182 MB; holding every value 50 MB).
+#[test]
+fn what_clients_send_does_not_inflate_the_server() {
+    on_both_backends(|backend| {
+        let server = Server::start(backend, &["-m", "8"]);
+        let mut c = server.connect();
+        let value = vec![b'v'; 100_000];
+        assert_eq!(set(&mut c, "big", &value), "STORED\r\n");
+        let before = server.peak_rss();
+        // 1,820 gets in one write of 16 KB, read only once all are sent.
+        c.send(&b"get big\r\n".repeat(1820));
+        let mut skip = vec![0; value.len() + 2];
+        for _ in 0..1820 {
+            assert!(c.line().starts_with("VALUE big 0 100000"));
+            c.reader.read_exact(&mut skip).unwrap();
+            assert_eq!(c.line(), "END\r\n");
+        }
+        let grown = server.peak_rss() - before;
+        assert!(
+            grown < 32 << 20,
+            "{backend}: pipelined gets grew the server by {grown} bytes"
+        );
+
+        // 50 values of 1,000,000 bytes announced, all but 10 bytes sent.
+        let body = vec![b'v'; 999_990];
+        let mut clients: Vec<Client> = (0..50).map(|_| server.connect()).collect();
+        for (i, client) in clients.iter_mut().enumerate() {
+            client.send(format!("set p{i} 0 0 1000000\r\n").as_bytes());
+            client.send(&body);
+        }
+        // Every line read: a stats line on each connection is answered
+        // once the session has the set's line (it is waiting for the rest
+        // of the value, or skipping it, refused).
+        let mut probe = server.connect();
+        wait_until("the values to be given room or refused", || {
+            probe.send(b"stats\r\n");
+            let mut reserved = 0;
+            loop {
+                let line = probe.line();
+                if line == "END\r\n" {
+                    break;
+                }
+                if let Some(n) = line.strip_prefix("STAT reserved_bytes ") {
+                    reserved = n.trim().parse::<usize>().unwrap();
+                }
+            }
+            reserved >= 7_000_000
+        });
+        let grown = server.peak_rss() - before;
+        assert!(
+            grown < 40 << 20,
+            "{backend}: unfinished values grew the server by {grown} bytes"
+        );
+        drop(clients);
+    });
+}
+
+/// Connections past `-c` are told so and closed; once one closes, a new
+/// one is served.
+#[test]
+fn connections_past_the_maximum_are_refused() {
+    on_both_backends(|backend| {
+        let server = Server::start(backend, &["-c", "4"]);
+        let mut open: Vec<Client> = (0..4).map(|_| server.connect()).collect();
+        for c in &mut open {
+            assert!(c.ask("version\r\n").starts_with("VERSION "));
+        }
+        let mut refused = server.connect();
+        assert_eq!(refused.line(), "ERROR Too many open connections\r\n");
+        assert!(refused.closed());
+        drop(open.pop());
+        wait_until("a connection to be accepted again", || {
+            let mut c = server.connect();
+            c.ask("version\r\n").starts_with("VERSION ")
+        });
+    });
+}
+
+/// The listening socket's queue is memcached's 1024, or `-b`'s (as the
+/// kernel caps it), as `ss` reports it (skipped where `ss` is missing).
+#[test]
+fn the_listen_backlog_is_memcached_s_or_b() {
+    let somaxconn: u32 = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(4096);
+    for (args, backlog) in [(&[][..], 1024), (&["-b", "2000"][..], 2000)] {
+        let server = Server::start("io_uring", args);
+        let Ok(output) = Command::new("ss")
+            .args(["-ltnH", &format!("sport = :{}", server.addr.port())])
+            .output()
+        else {
+            eprintln!(
+                "SKIPPED the_listen_backlog_is_memcached_s_or_b: ss is not installed (iproute2)"
+            );
+            return;
+        };
+        let report = String::from_utf8_lossy(&output.stdout);
+        // State, Recv-Q, Send-Q (the backlog of a listening socket), ...
+        let queue: u32 = report
+            .split_whitespace()
+            .nth(2)
+            .and_then(|q| q.parse().ok())
+            .unwrap_or_else(|| panic!("no backlog in {report:?}"));
+        assert_eq!(queue, backlog.min(somaxconn), "{args:?}");
+    }
+}
+
+/// A thousand connections open, then closed: the server's resident memory
+/// goes back to about what it was (the server asks glibc's allocator for
+/// that; other C libraries keep what they keep).
+#[test]
+#[cfg_attr(
+    not(all(target_os = "linux", target_env = "gnu")),
+    ignore = "gives memory back through glibc's malloc_trim"
+)]
+fn closed_connections_give_their_memory_back() {
+    on_both_backends(|backend| {
+        let server = Server::start(backend, &["-c", "2000"]);
+        let mut probe = server.connect();
+        assert!(probe.ask("version\r\n").starts_with("VERSION "));
+        let before = server.rss();
+        let mut clients: Vec<Client> = (0..1000).map(|_| server.connect()).collect();
+        for c in &mut clients {
+            c.send(b"version\r\n");
+        }
+        for c in &mut clients {
+            assert!(c.line().starts_with("VERSION "));
+        }
+        let open = server.rss();
+        drop(clients);
+        let stat = |probe: &mut Client, name: &str| -> u64 {
+            probe.send(b"stats\r\n");
+            let mut value = 0;
+            loop {
+                let line = probe.line();
+                if line == "END\r\n" {
+                    return value;
+                }
+                if let Some(v) = line.strip_prefix(&format!("STAT {name} ")) {
+                    value = v.trim().parse().unwrap();
+                }
+            }
+        };
+        wait_until("the connections to close", || {
+            stat(&mut probe, "curr_connections") == 1
+        });
+        let grown = open.saturating_sub(before);
+        wait_until("the memory to be given back", || {
+            server.rss() <= before + grown / 4
+        });
+    });
 }
