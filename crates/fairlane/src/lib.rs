@@ -22,6 +22,8 @@
 //!   traits take fairlane streams directly.
 //! - `hyper` (off by default): the streams implement hyper's I/O traits,
 //!   and the module `fairlane::hyper` has hyper's executor and timer.
+//! - `axum` (off by default, turns on `hyper`): `fairlane::axum::serve`,
+//!   axum's `axum::serve` on fairlane's listeners and tasks.
 //!
 //! # Glossary
 //! One word per concept, in the docs, the prose pages beside the code, and
@@ -75,6 +77,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "axum")]
+pub mod axum;
 pub mod fs;
 mod host;
 #[cfg(feature = "hyper")]
