@@ -32,8 +32,8 @@ memcached (the fairlane-memcached server, 64 loopback connections, get/set 9:1, 
 per operation; fairlane on both backends, the same protocol code on tokio, and real memcached \
 -t N where it is installed) and http (a hyper HTTP/1.1 server, 32 keep-alive loopback connections \
 GETting a small body, with server CPU per request; fairlane on both backends and tokio, the \
-same hyper code on each) and http-axum (the same clients against one axum route served by \
-fairlane::axum::serve and by axum::serve on tokio) at each processor count.";
+same hyper code on each) at each processor count; http-axum (the same clients against one \
+axum route served by fairlane::axum::serve and by axum::serve on tokio) at the smallest.";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]

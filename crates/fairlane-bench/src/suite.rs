@@ -98,9 +98,13 @@ impl Config {
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
         let max_p = *self.processors.iter().max().expect("at least one");
+        let min_p = *self.processors.iter().min().expect("at least one");
         for &w in &self.workloads {
             let mut procs: Vec<usize> = match w {
                 Workload::Wake | Workload::Idle | Workload::Echo => vec![max_p],
+                // The serve implementations side by side; how the server
+                // scales is the http row's.
+                Workload::HttpAxum => vec![min_p],
                 _ => self.processors.clone(),
             };
             for p in &mut procs {
