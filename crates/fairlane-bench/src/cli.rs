@@ -32,7 +32,8 @@ memcached (the fairlane-memcached server, 64 loopback connections, get/set 9:1, 
 per operation; fairlane on both backends, the same protocol code on tokio, and real memcached \
 -t N where it is installed) and http (a hyper HTTP/1.1 server, 32 keep-alive loopback connections \
 GETting a small body, with server CPU per request; fairlane on both backends and tokio, the \
-same hyper code on each) at each processor count.";
+same hyper code on each) at each processor count; http-axum (the same clients against one \
+axum route served by fairlane::axum::serve and by axum::serve on tokio) at the smallest.";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]
@@ -70,9 +71,9 @@ pub struct Cli {
     pub workloads: Vec<Workload>,
 
     /// Runtimes to compare (comma-separated). Default: all of them
-    /// (fairlane-fallback only runs echo, memcached and http, monoio echo,
-    /// memcached (real memcached) only memcached; async-executor skips all
-    /// three).
+    /// (fairlane-fallback only runs echo, memcached, http and http-axum,
+    /// monoio echo, memcached (real memcached) only memcached;
+    /// async-executor skips all four).
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
     pub runtimes: Vec<RuntimeKind>,
 

@@ -176,7 +176,7 @@ pub fn primary_metric(w: Workload) -> &'static str {
         Workload::Spawn => "ns/spawn",
         Workload::Wake => "wake p50",
         Workload::Idle => "cpu",
-        Workload::Echo | Workload::Http => "ns/req",
+        Workload::Echo | Workload::Http | Workload::HttpAxum => "ns/req",
         _ => "ns/op",
     }
 }
@@ -320,7 +320,7 @@ pub fn notes(cfg: &Config, rows: &[Row], results: &Results) -> String {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let _ = writeln!(
             out,
-            "echo, http, memcached: cpu/req and cpu/op = the server's CPU time per request or \
+            "echo, http, http-axum, memcached: cpu/req and cpu/op = the server's CPU time per request or \
              operation (us), all its threads but the load generator's; server and load \
              generator pinned to different cores where p < {cores} cores, unpinned otherwise."
         );
@@ -365,6 +365,7 @@ pub fn write_report(
                 | Workload::Echo
                 | Workload::Memcached
                 | Workload::Http
+                | Workload::HttpAxum
                 | Workload::Hang
         ) {
             continue;

@@ -65,6 +65,18 @@ pub trait BenchRuntime: Sized + 'static {
         ))
     }
 
+    /// Starts [`crate::workloads::http::axum_app`] on `listener` with the
+    /// runtime's `serve` (axum's own shape: one task per connection, HTTP/1
+    /// and HTTP/2), its connections' `TCP_NODELAY` set through `tap_io`,
+    /// returning once it is accepting. The default: the runtime has none.
+    fn axum_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+        drop(listener);
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this runtime has no axum server here",
+        ))
+    }
+
     /// Starts a memcached server (`fairlane-memcached`'s protocol and
     /// store, one task per connection) on `listener`, returning once it is
     /// accepting. The default: the runtime has no network API.
@@ -199,6 +211,19 @@ mod fairlane_rt {
             Ok(())
         }
 
+        fn axum_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            use fairlane::axum::ListenerExt;
+            use std::future::IntoFuture;
+            let listener = self
+                .0
+                .block_on(async { fairlane::net::TcpListener::from_std(listener) })?
+                .tap_io(|stream| drop(stream.set_nodelay(true)));
+            let app = crate::workloads::http::axum_app();
+            self.0
+                .spawn(fairlane::axum::serve(listener, app).into_future());
+            Ok(())
+        }
+
         fn memcached_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
             let listener = self
                 .0
@@ -245,8 +270,10 @@ mod tokio_rt {
             if spec.workload.is_io() {
                 builder.enable_io();
             }
-            // hyper's timeouts run on tokio's timer.
-            if spec.workload == crate::spec::Workload::Http {
+            // hyper's timeouts run on tokio's timer (`axum::serve` sets
+            // none, but an axum program's runtime has one: `tokio::main`
+            // enables it).
+            if spec.workload.is_http() {
                 builder.enable_time();
             }
             builder.build().map(TokioRuntime)
@@ -309,6 +336,20 @@ mod tokio_rt {
                     });
                 }
             });
+            Ok(())
+        }
+
+        fn axum_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
+            use axum::serve::ListenerExt;
+            use std::future::IntoFuture;
+            listener.set_nonblocking(true)?;
+            let listener = {
+                let _guard = self.0.enter();
+                tokio::net::TcpListener::from_std(listener)?
+            }
+            .tap_io(|stream| drop(stream.set_nodelay(true)));
+            let app = crate::workloads::http::axum_app();
+            self.0.spawn(axum::serve(listener, app).into_future());
             Ok(())
         }
 

@@ -54,6 +54,9 @@ pub enum Workload {
     /// connections, `GET /` of a small body: ns/req, req/s, p99, server CPU
     /// per request.
     Http,
+    /// The http workload's clients against an axum application served by
+    /// the runtime's `serve` (`fairlane::axum::serve`, `axum::serve`).
+    HttpAxum,
     /// Test hook: a child that never answers (checks the deadline kill).
     #[value(hide = true)]
     Hang,
@@ -61,7 +64,7 @@ pub enum Workload {
 
 impl Workload {
     /// Every workload of the suite, in table order.
-    pub const ALL: [Workload; 12] = [
+    pub const ALL: [Workload; 13] = [
         Workload::Cycle,
         Workload::Yield,
         Workload::Churn,
@@ -74,6 +77,7 @@ impl Workload {
         Workload::Echo,
         Workload::Memcached,
         Workload::Http,
+        Workload::HttpAxum,
     ];
 
     /// The name used on the command line, in tables and in JSON.
@@ -91,6 +95,7 @@ impl Workload {
             Workload::Echo => "echo",
             Workload::Memcached => "memcached",
             Workload::Http => "http",
+            Workload::HttpAxum => "http-axum",
             Workload::Hang => "hang",
         }
     }
@@ -124,7 +129,16 @@ impl Workload {
     /// Whether the workload does network I/O (only runtimes with a network
     /// API run it).
     pub fn is_io(self) -> bool {
-        matches!(self, Workload::Echo | Workload::Memcached | Workload::Http)
+        matches!(
+            self,
+            Workload::Echo | Workload::Memcached | Workload::Http | Workload::HttpAxum
+        )
+    }
+
+    /// Whether the workload is one of the HTTP servers (the same clients
+    /// and runtimes).
+    pub fn is_http(self) -> bool {
+        matches!(self, Workload::Http | Workload::HttpAxum)
     }
 }
 

@@ -98,9 +98,13 @@ impl Config {
     pub fn cells(&self) -> Vec<Cell> {
         let mut cells = Vec::new();
         let max_p = *self.processors.iter().max().expect("at least one");
+        let min_p = *self.processors.iter().min().expect("at least one");
         for &w in &self.workloads {
             let mut procs: Vec<usize> = match w {
                 Workload::Wake | Workload::Idle | Workload::Echo => vec![max_p],
+                // The serve implementations side by side; how the server
+                // scales is the http row's.
+                Workload::HttpAxum => vec![min_p],
                 _ => self.processors.clone(),
             };
             for p in &mut procs {
@@ -130,9 +134,9 @@ impl Config {
     /// only the runtimes with a network API run).
     pub fn runtimes_for(&self, cell: &Cell) -> Vec<RuntimeKind> {
         let mut r = self.runtimes.clone();
-        if matches!(cell.workload, Workload::Memcached | Workload::Http) {
+        if cell.workload == Workload::Memcached || cell.workload.is_http() {
             r.retain(|&k| !matches!(k, RuntimeKind::AsyncExecutor | RuntimeKind::Monoio));
-            if cell.workload == Workload::Http || !self.memcached_installed {
+            if cell.workload.is_http() || !self.memcached_installed {
                 r.retain(|&k| k != RuntimeKind::Memcached);
             }
             return r;
@@ -202,7 +206,7 @@ impl Cell {
             (Workload::Idle, None) => crate::workloads::idle::TASKS,
             (Workload::Echo, None) => ECHO_CONNECTIONS,
             (Workload::Memcached, None) => crate::workloads::memcached::CONNECTIONS,
-            (Workload::Http, None) => crate::workloads::http::CONNECTIONS,
+            (w, None) if w.is_http() => crate::workloads::http::CONNECTIONS,
             _ => 1,
         }
     }
@@ -217,7 +221,9 @@ impl Cell {
             (Workload::Memcached, None) => {
                 format!("{} conn", crate::workloads::memcached::CONNECTIONS)
             }
-            (Workload::Http, None) => format!("{} conn", crate::workloads::http::CONNECTIONS),
+            (w, None) if w.is_http() => {
+                format!("{} conn", crate::workloads::http::CONNECTIONS)
+            }
             _ => "1".to_string(),
         }
     }

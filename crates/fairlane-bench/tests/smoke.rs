@@ -406,27 +406,43 @@ fn memcached_runs_on_the_network_runtimes_and_real_memcached_where_installed() {
     }
 }
 
-/// The http workload (a hyper server) reports its four metrics at each
-/// processor count on fairlane (both backends) and tokio; the runtimes
-/// without a network API, monoio and real memcached skip it.
+/// The http workloads (a hyper server at each processor count; an axum
+/// application served by the runtime's `serve` at the smallest) report
+/// their four metrics on fairlane (both backends) and tokio; the runtimes
+/// without a network API, monoio and real memcached skip them.
 #[test]
 fn http_runs_on_fairlane_and_tokio_only() {
-    let args = ["--workloads", "http", "--processors", "1,2"];
+    let args = ["--workloads", "http,http-axum", "--processors", "1,2"];
     let (out, samples) = run_briefly("http", &args);
-    let seen = every_sample_positive(&samples);
-    for r in ["fairlane", "fairlane-fallback", "tokio"] {
-        for p in [1, 2] {
-            for m in ["ns/req", "req/s", "p99", "cpu/req"] {
-                assert!(
-                    seen.contains(&(r.to_string(), p, m.into())),
-                    "no http {m} on {r} at p={p}: {seen:?}"
-                );
+    every_sample_positive(&samples);
+    let table = String::from_utf8_lossy(&out.stdout);
+    for (w, processors) in [("http", &[1, 2][..]), ("http-axum", &[1])] {
+        let of_w: Vec<Value> = samples
+            .iter()
+            .filter(|s| s["workload"] == w)
+            .cloned()
+            .collect();
+        let seen = every_sample_positive(&of_w);
+        for r in ["fairlane", "fairlane-fallback", "tokio"] {
+            for &p in processors {
+                for m in ["ns/req", "req/s", "p99", "cpu/req"] {
+                    assert!(
+                        seen.contains(&(r.to_string(), p, m.into())),
+                        "no {w} {m} on {r} at p={p}: {seen:?}"
+                    );
+                }
             }
         }
+        for r in ["async-executor", "monoio", "memcached"] {
+            assert!(
+                !seen.iter().any(|(sr, _, _)| sr == r),
+                "{r} ran {w}: {seen:?}"
+            );
+        }
+        assert!(
+            seen.iter().all(|(_, p, _)| processors.contains(p)),
+            "{w} at other processor counts: {seen:?}"
+        );
+        assert!(table.contains(&format!("| {w} ")), "{table}");
     }
-    for r in ["async-executor", "monoio", "memcached"] {
-        assert!(!seen.iter().any(|(sr, _, _)| sr == r), "{r} ran: {seen:?}");
-    }
-    let table = String::from_utf8_lossy(&out.stdout);
-    assert!(table.contains("| http "), "{table}");
 }

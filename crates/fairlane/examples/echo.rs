@@ -190,6 +190,10 @@ fn main() -> io::Result<()> {
 }
 
 #[cfg(test)]
+#[path = "../tests/common/nofile.rs"]
+mod nofile;
+
+#[cfg(test)]
 mod tests {
     //! Run with `cargo test -p fairlane --example echo` (also part of
     //! `cargo test -p fairlane`: the example is built with `test = true`).
@@ -201,6 +205,7 @@ mod tests {
     use fairlane::io::IoBackend;
     use fairlane::net::TcpListener;
 
+    use super::nofile::{lowest_free_fd, nofile, set_nofile};
     use super::{accept_loop, BACKOFF};
 
     /// The tests of this binary one at a time: one lowers the process's
@@ -209,35 +214,6 @@ mod tests {
 
     fn serial() -> std::sync::MutexGuard<'static, ()> {
         SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn nofile() -> libc::rlimit {
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes one `rlimit` into the live local.
-        assert_eq!(unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) }, 0);
-        lim
-    }
-
-    fn set_nofile(lim: libc::rlimit) {
-        // SAFETY: setrlimit reads one `rlimit` from the live local.
-        let r = unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) };
-        assert_eq!(r, 0, "setrlimit: {}", std::io::Error::last_os_error());
-    }
-
-    /// The lowest descriptor number free now: with the soft limit set to
-    /// it, the process can open no new descriptor.
-    fn lowest_free_fd() -> libc::rlim_t {
-        // SAFETY: dup of standard input and close of the duplicate, which
-        // nobody else knows of.
-        unsafe {
-            let fd = libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 0);
-            assert!(fd >= 0, "dup: {}", std::io::Error::last_os_error());
-            libc::close(fd);
-            fd as libc::rlim_t
-        }
     }
 
     /// Out of descriptors, with connections waiting: each error is

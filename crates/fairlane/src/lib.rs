@@ -28,6 +28,8 @@
 //!   fairlane's threads, so crates that call `tokio::spawn`, `tokio::net`
 //!   or `tokio::time` themselves work from fairlane tasks
 //!   (`runtime::Builder::tokio_compat`; README, "Coming from tokio").
+//! - `axum` (off by default, turns on `hyper`): `fairlane::axum::serve`,
+//!   axum's `axum::serve` on fairlane's listeners and tasks.
 //!
 //! # Glossary
 //! One word per concept, in the docs, the prose pages beside the code, and
@@ -81,6 +83,8 @@
 //! ```
 #![warn(missing_docs)]
 
+#[cfg(feature = "axum")]
+pub mod axum;
 pub mod fs;
 mod host;
 #[cfg(feature = "hyper")]

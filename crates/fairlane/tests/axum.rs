@@ -1,6 +1,7 @@
-//! axum on fairlane: a `Router` called as a tower service from hyper's
-//! `http1::Builder` (with `fairlane::hyper::Timer`) on fairlane streams;
-//! `axum::serve` is tied to tokio's listener and is not used. Routes,
+//! axum on fairlane by hand: a `Router` called as a tower service from
+//! hyper's `http1::Builder` (with `fairlane::hyper::Timer`) on fairlane
+//! streams, the way to serve one with hyper settings that
+//! `fairlane::axum::serve` (tests/axum_serve.rs) does not take. Routes,
 //! extractors and shared state over one keep-alive connection, and an idle
 //! keep-alive connection closed by hyper's graceful shutdown, asked for
 //! directly or through the runtime's graceful shutdown; on both backends.

@@ -2,6 +2,14 @@
 //! driven over loopback by [`CONNECTIONS`] keep-alive connections, each a
 //! closed loop of `GET /` answered with a [`BODY`]-byte body.
 //!
+//! **http-axum**: the same clients against the same route written with
+//! axum ([`axum_app`]) and served the way an axum program is, by the
+//! runtime's `serve`: `fairlane::axum::serve` on fairlane (both backends;
+//! hyper-util's automatic HTTP/1 and HTTP/2 connection, fairlane's hyper
+//! executor and timer) and `axum::serve` on tokio (the same hyper-util
+//! connection, tokio's executor, no timer); the connections'
+//! `TCP_NODELAY` set through each `serve`'s `tap_io`.
+//!
 //! The server is the same hyper code on every runtime measured, one task
 //! per connection served by `hyper::server::conn::http1::Builder` with
 //! keep-alive and the runtime's timer (hyper arms its header-read timeout
@@ -41,13 +49,29 @@ const LOAD_THREAD: &str = "http-clients";
 
 /// The workload with `rt`'s server ([`BenchRuntime::http_serve`]).
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    drive(spec, emit, |listener| rt.http_serve(listener));
+}
+
+/// The http-axum workload, with `rt`'s axum server
+/// ([`BenchRuntime::axum_serve`]).
+pub fn run_axum<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    drive(spec, emit, |listener| rt.axum_serve(listener));
+}
+
+/// Measures the server `start` puts on the listener under the clients'
+/// load.
+fn drive(
+    spec: &ChildSpec,
+    emit: Emit<'_>,
+    start: impl FnOnce(std::net::TcpListener) -> io::Result<()>,
+) {
     let connections = spec.tasks.max(1);
     serve::drive(
         spec,
         emit,
         &REQUESTS,
         LOAD_THREAD,
-        |listener| rt.http_serve(listener).map(|()| ((), ServerProcess::This)),
+        |listener| start(listener).map(|()| ((), ServerProcess::This)),
         move |addr, load| clients(addr, connections, load),
     );
 }
@@ -57,6 +81,15 @@ pub async fn respond<B>(
     _request: hyper::Request<B>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     Ok(hyper::Response::new(Full::new(Bytes::from_static(BODY))))
+}
+
+/// The axum application of the http-axum workload: `GET /` answered with
+/// [`BODY`], as [`respond`] does.
+pub fn axum_app() -> axum::Router {
+    axum::Router::new().route(
+        "/",
+        axum::routing::get(|| async { Bytes::from_static(BODY) }),
+    )
 }
 
 /// The load generator: `connections` closed-loop clients on this thread.

@@ -46,6 +46,7 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
         Workload::Echo => echo::run(rt, spec, emit),
         Workload::Memcached => memcached::run(rt, spec, emit),
         Workload::Http => http::run(rt, spec, emit),
+        Workload::HttpAxum => http::run_axum(rt, spec, emit),
         Workload::Hang => loop {
             std::thread::sleep(Duration::from_secs(3600));
         },

@@ -3,12 +3,14 @@
 //! running at the same time, a tiny random number generator, a one-shot
 //! signal that tasks and plain threads can wait on, and a drop counter.
 //! [`wake_load`] holds the exactly-once and ping-pong workloads,
-//! [`clusters`] the resizer and the checks of where a task runs.
+//! [`clusters`] the resizer and the checks of where a task runs,
+//! [`nofile`] the descriptor limit.
 //!
 //! Every test binary includes this module but uses only part of it.
 #![allow(dead_code)]
 
 pub mod clusters;
+pub mod nofile;
 pub mod wake_load;
 
 use std::future::{poll_fn, Future};
