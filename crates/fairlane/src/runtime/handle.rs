@@ -31,6 +31,10 @@ pub struct Handle {
     pub(crate) shared: Arc<RuntimeShared>,
 }
 
+// See `Runtime`'s unwind-safety.
+impl std::panic::UnwindSafe for Handle {}
+impl std::panic::RefUnwindSafe for Handle {}
+
 /// The current runtime of a thread while it lives; see [`Handle::enter`].
 /// Not `Send`: it must be dropped on the thread that entered.
 ///

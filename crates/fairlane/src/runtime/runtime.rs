@@ -46,6 +46,13 @@ pub struct Runtime {
     pub(super) shut_down: bool,
 }
 
+// The runtime's shared state is atomics and locks that recover from
+// poisoning; a panic on a thread using it (a task's panic is caught where
+// it happens) leaves nothing another use could see half-changed, as with
+// tokio's `Runtime`.
+impl std::panic::UnwindSafe for Runtime {}
+impl std::panic::RefUnwindSafe for Runtime {}
+
 /// The flavor of a [`Runtime`], as [`Handle::runtime_flavor`] tells it:
 /// which of [`Builder::new_multi_thread`] and
 /// [`Builder::new_current_thread`] built it.

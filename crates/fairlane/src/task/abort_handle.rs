@@ -22,6 +22,11 @@ pub struct AbortHandle {
     pub(super) id: Id,
 }
 
+// An abort is an atomic flag and a wake: nothing a panic could leave
+// half-done (as tokio's `AbortHandle`).
+impl std::panic::UnwindSafe for AbortHandle {}
+impl std::panic::RefUnwindSafe for AbortHandle {}
+
 impl AbortHandle {
     /// Aborts the task; see [`JoinHandle::abort`](crate::JoinHandle::abort).
     ///

@@ -176,3 +176,24 @@ impl fmt::Debug for JoinError {
 }
 
 impl std::error::Error for JoinError {}
+
+/// A `JoinError` as an `io::Error` (kind `Other`), as tokio's converts, so
+/// that `handle.await?` works in a function returning `io::Result`.
+///
+/// # Example
+/// ```
+/// let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// let handle = rt.spawn(std::future::pending::<()>());
+/// handle.abort();
+/// let err: std::io::Error = rt.block_on(handle).unwrap_err().into();
+/// assert_eq!(err.to_string(), "task was cancelled");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+impl From<JoinError> for std::io::Error {
+    fn from(src: JoinError) -> std::io::Error {
+        std::io::Error::other(match src.repr {
+            Repr::Cancelled => "task was cancelled",
+            Repr::Panic(..) => "task panicked",
+        })
+    }
+}

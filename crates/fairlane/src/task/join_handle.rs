@@ -26,6 +26,12 @@ pub struct JoinHandle<T> {
     pub(super) id: Id,
 }
 
+// A panic while a `JoinHandle` is in use leaves nothing half-changed that a
+// later use could see: its state is the task cell's atomic state word, as
+// tokio's `JoinHandle` (which is unwind-safe too).
+impl<T> std::panic::UnwindSafe for JoinHandle<T> {}
+impl<T> std::panic::RefUnwindSafe for JoinHandle<T> {}
+
 impl<T> JoinHandle<T> {
     /// Aborts the task: it is not polled again and its future is dropped. A
     /// task that already completed keeps its output; awaiting an aborted one
