@@ -18,9 +18,10 @@
 //! What differs from `axum::serve`: the listener is fairlane's
 //! ([`TcpListener`](crate::net::TcpListener),
 //! [`UnixListener`](crate::net::UnixListener), or a [`Listener`] of one's
-//! own whose streams implement hyper's `rt::Read`/`rt::Write`), and, with a
-//! timer present, hyper's default header read timeout (30 s) applies to
-//! HTTP/1 connections. Accept errors are dealt with as axum does: the next
+//! own whose streams implement hyper's `rt::Read`/`rt::Write`). As with
+//! `axum::serve`, HTTP/1 connections have no header read timeout: an idle
+//! keep-alive connection stays open until its client closes it or the
+//! server shuts down. Accept errors are dealt with as axum does: the next
 //! accept follows at once after an error about the one connection; any
 //! other (out of descriptors, above all) is reported as a `tracing` event
 //! at error level, and accepting resumes a second later. The loop never

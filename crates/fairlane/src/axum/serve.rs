@@ -43,9 +43,9 @@ use super::Listener;
 /// [`ConnectInfo`](axum::extract::ConnectInfo) extractor).
 ///
 /// Connections are served by hyper with [`crate::hyper::Executor`] and
-/// [`crate::hyper::Timer`]; with the timer, hyper's default header read
-/// timeout (30 s) closes an HTTP/1 connection that sends no complete
-/// request head for that long, an idle keep-alive connection included.
+/// [`crate::hyper::Timer`], with `axum::serve`'s settings: HTTP/1 without
+/// a header read timeout (an idle keep-alive connection stays open until
+/// its client closes it), HTTP/2 with extended `CONNECT`.
 ///
 /// Awaiting it serves for ever (the future never completes; an accept error
 /// is waited out, see [`Listener::accept`]);
@@ -445,11 +445,17 @@ async fn accept_loop<L, M, S, F>(
 }
 
 /// hyper-util's connection builder as [`serve`] uses it: fairlane's
-/// executor (HTTP/2's stream tasks) and timer, and HTTP/2's extended
-/// `CONNECT` (for WebSockets over HTTP/2), as `axum::serve` has.
+/// executor (HTTP/2's stream tasks) and timer, and `axum::serve`'s
+/// settings. Its connections have no timer, so hyper arms no HTTP/1
+/// header read timeout there; here the default one (30 s) is turned off
+/// to match, which also saves a timer per request. HTTP/2's extended
+/// `CONNECT` is for WebSockets over HTTP/2.
 fn builder() -> auto::Builder<crate::hyper::Executor> {
     let mut builder = auto::Builder::new(crate::hyper::Executor);
-    builder.http1().timer(crate::hyper::Timer);
+    builder
+        .http1()
+        .timer(crate::hyper::Timer)
+        .header_read_timeout(None);
     builder
         .http2()
         .timer(crate::hyper::Timer)
