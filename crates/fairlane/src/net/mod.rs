@@ -50,6 +50,7 @@ mod into_std;
 pub(crate) mod socket;
 mod stream;
 pub mod tcp;
+mod tcp_options;
 mod tcp_socket;
 mod udp;
 mod unix;
