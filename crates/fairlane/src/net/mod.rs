@@ -52,6 +52,7 @@ mod stream;
 pub mod tcp;
 mod tcp_options;
 mod tcp_socket;
+mod try_from_std;
 mod udp;
 mod unix;
 mod unix_datagram;
