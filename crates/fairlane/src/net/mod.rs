@@ -57,7 +57,7 @@ mod udp;
 mod unix;
 mod unix_datagram;
 
-pub use self::addr::ToSocketAddrs;
+pub use self::addr::{lookup_host, ToSocketAddrs};
 pub use self::into_std::IntoStdError;
 pub use self::tcp::{TcpListener, TcpStream};
 pub use self::tcp_socket::TcpSocket;
