@@ -165,7 +165,9 @@ fn datagram_reads_dropped_by_timeouts_lose_no_datagram(backend: IoBackend) {
         loop {
             i += 1;
             let wait = Duration::from_micros(40 + (i * 53) % 300);
-            match fairlane::time::timeout(wait, socket.recv_from(Vec::with_capacity(64))).await {
+            match fairlane::time::timeout(wait, socket.recv_from_owned(Vec::with_capacity(64)))
+                .await
+            {
                 Ok((r, buf)) => {
                     let (n, from) = r.expect("recv_from");
                     assert_eq!(from, peer_addr);
@@ -354,10 +356,10 @@ fn a_dropped_receive_hands_on_an_empty_datagram(backend: IoBackend) {
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         peer.send_to(&[], socket.local_addr().unwrap()).unwrap();
         fairlane::time::sleep(Duration::from_millis(20)).await;
-        let first = drop_after_completion(socket.recv_from(vec![0u8; 16])).await;
+        let first = drop_after_completion(socket.recv_from_owned(vec![0u8; 16])).await;
         let (r, _) = match first {
             Some(out) => out,
-            None => at_once(socket.recv_from(vec![0u8; 16])).await,
+            None => at_once(socket.recv_from_owned(vec![0u8; 16])).await,
         };
         let (n, from) = r.expect("recv_from");
         assert_eq!((n, from), (0, peer.local_addr().unwrap()));

@@ -136,12 +136,12 @@ fn udp_round_trips(backend: IoBackend) {
         let echo = fairlane::spawn(async move {
             let mut buf = Vec::with_capacity(2048);
             loop {
-                let (r, b) = server.recv_from(buf).await;
+                let (r, b) = server.recv_from_owned(buf).await;
                 let (n, from) = r.unwrap();
                 if &b[..n] == b"stop" {
                     return;
                 }
-                let (r, b) = server.send_to(b, from).await;
+                let (r, b) = server.send_to_owned(b, from).await;
                 r.unwrap();
                 buf = b;
             }
@@ -152,9 +152,9 @@ fn udp_round_trips(backend: IoBackend) {
                     let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
                     for i in 0..20u32 {
                         let msg = format!("{c}/{i}").into_bytes();
-                        let (r, msg) = sock.send_to(msg, server_addr).await;
+                        let (r, msg) = sock.send_to_owned(msg, server_addr).await;
                         assert_eq!(r.unwrap(), msg.len());
-                        let (r, buf) = sock.recv_from(Vec::with_capacity(64)).await;
+                        let (r, buf) = sock.recv_from_owned(Vec::with_capacity(64)).await;
                         let (n, from) = r.unwrap();
                         assert_eq!(from, server_addr);
                         assert_eq!(&buf[..n], &msg[..]);
@@ -166,7 +166,7 @@ fn udp_round_trips(backend: IoBackend) {
             c.await.unwrap();
         }
         let sock = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        sock.send_to("stop", server_addr).await.0.unwrap();
+        sock.send_to_owned("stop", server_addr).await.0.unwrap();
         echo.await.unwrap();
     });
 }
@@ -510,7 +510,7 @@ fn busy_io_loop_yields(backend: IoBackend) {
                 // Ready at once as long as datagrams are queued; then ready
                 // sleeps keep it busy.
                 if reads < 90 {
-                    let (r, b) = sock.recv_from(buf).await;
+                    let (r, b) = sock.recv_from_owned(buf).await;
                     r.unwrap();
                     buf = b;
                 } else {
@@ -792,7 +792,7 @@ fn thousands_of_completions_while_the_processor_is_busy(backend: IoBackend) {
         let (s, received, started) = (s.clone(), received.clone(), started.clone());
         tasks.push(rt.spawn(async move {
             started.fetch_add(1, Ordering::SeqCst);
-            let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+            let (r, buf) = s.recv_from_owned(Vec::with_capacity(8)).await;
             assert_eq!(r.unwrap().0, 1);
             assert_eq!(buf, b"x");
             received.fetch_add(1, Ordering::SeqCst);

@@ -157,12 +157,12 @@ fn udp_connect_send_recv_and_try_calls(backend: IoBackend) {
 
         // A connected socket receives only from its peer.
         stranger
-            .send_to("stranger", b.local_addr().unwrap())
+            .send_to_owned("stranger", b.local_addr().unwrap())
             .await
             .0
             .unwrap();
-        assert_eq!(a.send("one").await.0.unwrap(), 3);
-        let (n, buf) = b.recv(Vec::with_capacity(16)).await;
+        assert_eq!(a.send_owned("one").await.0.unwrap(), 3);
+        let (n, buf) = b.recv_owned(Vec::with_capacity(16)).await;
         assert_eq!(&buf[..n.unwrap()], b"one");
 
         assert_eq!(
@@ -254,7 +254,7 @@ fn try_recv_takes_a_carried_datagram_first(backend: IoBackend) {
         let to = s.local_addr().unwrap();
         for round in 0..ROUNDS {
             let (d1, d2) = (format!("d1-{round}"), format!("d2-{round}"));
-            drop_after_delivery(s.recv_from(Vec::with_capacity(16)), || {
+            drop_after_delivery(s.recv_from_owned(Vec::with_capacity(16)), || {
                 peer.send_to(d1.as_bytes(), to).unwrap();
             })
             .await;
@@ -352,15 +352,15 @@ fn udp_peek_from_leaves_the_datagram(backend: IoBackend) {
             };
             if round % 2 == 1 {
                 // Into the carry (io_uring).
-                drop_after_delivery(s.recv_from(Vec::with_capacity(16)), send).await;
+                drop_after_delivery(s.recv_from_owned(Vec::with_capacity(16)), send).await;
             } else {
                 send();
             }
             for _ in 0..2 {
-                let (r, buf) = s.peek_from(Vec::with_capacity(16)).await;
+                let (r, buf) = s.peek_from_owned(Vec::with_capacity(16)).await;
                 assert_eq!((&buf[..], r.unwrap().1), (msg.as_bytes(), from));
             }
-            let (r, buf) = s.recv_from(Vec::with_capacity(16)).await;
+            let (r, buf) = s.recv_from_owned(Vec::with_capacity(16)).await;
             assert_eq!(&buf[..r.unwrap().0], msg.as_bytes());
             let err = s.try_recv(&mut [0u8; 4]).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::WouldBlock, "one datagram only");

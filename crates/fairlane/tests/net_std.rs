@@ -74,7 +74,10 @@ fn udp_round_trip_through_std(backend: IoBackend) {
     rt.block_on(async {
         let a = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let b = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        a.send_to("d", b.local_addr().unwrap()).await.0.unwrap();
+        a.send_to_owned("d", b.local_addr().unwrap())
+            .await
+            .0
+            .unwrap();
         fairlane::time::sleep(Duration::from_millis(10)).await;
         let std_b = b.into_std().unwrap();
         assert!(nonblocking(&std_b));
@@ -83,8 +86,11 @@ fn udp_round_trip_through_std(backend: IoBackend) {
         let (n, from) = std_b.recv_from(&mut buf).unwrap();
         assert_eq!((&buf[..n], from), (&b"d"[..], a.local_addr().unwrap()));
         let b = UdpSocket::from_std(std_b).unwrap();
-        a.send_to("e", b.local_addr().unwrap()).await.0.unwrap();
-        let (r, buf) = b.recv_from(Vec::with_capacity(4)).await;
+        a.send_to_owned("e", b.local_addr().unwrap())
+            .await
+            .0
+            .unwrap();
+        let (r, buf) = b.recv_from_owned(Vec::with_capacity(4)).await;
         assert_eq!(&buf[..r.unwrap().0], b"e");
     });
 }
@@ -157,7 +163,7 @@ fn into_std_refuses_while_a_carried_datagram_waits(backend: IoBackend) {
         let s = UdpSocket::bind("127.0.0.1:0").await.unwrap();
         let peer = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
         let to = s.local_addr().unwrap();
-        drop_after_delivery(s.recv_from(Vec::with_capacity(16)), || {
+        drop_after_delivery(s.recv_from_owned(Vec::with_capacity(16)), || {
             peer.send_to(b"dgram", to).unwrap();
         })
         .await;
@@ -172,7 +178,7 @@ fn into_std_refuses_while_a_carried_datagram_waits(backend: IoBackend) {
             }
             Err(e) => given_back::<UdpSocket>(e),
         };
-        let (r, buf) = s.recv_from(Vec::with_capacity(16)).await;
+        let (r, buf) = s.recv_from_owned(Vec::with_capacity(16)).await;
         assert_eq!(&buf[..r.unwrap().0], b"dgram");
         assert!(s.into_std().is_ok());
     });

@@ -49,15 +49,15 @@ fn pair_send_recv_and_try_calls(backend: IoBackend) {
         assert_eq!(b.try_recv(&mut buf).unwrap(), 3);
         assert_eq!(&buf[..3], b"one");
         // Datagram boundaries are kept; the owned-buffer calls.
-        a.send("two").await.0.unwrap();
-        a.send(vec![b'3'; 5]).await.0.unwrap();
-        let (n, got) = b.recv(Vec::with_capacity(16)).await;
+        a.send_owned("two").await.0.unwrap();
+        a.send_owned(vec![b'3'; 5]).await.0.unwrap();
+        let (n, got) = b.recv_owned(Vec::with_capacity(16)).await;
         assert_eq!(&got[..n.unwrap()], b"two");
-        let (n, got) = b.recv(Vec::with_capacity(16)).await;
+        let (n, got) = b.recv_owned(Vec::with_capacity(16)).await;
         assert_eq!(&got[..n.unwrap()], b"33333");
         a.writable().await.unwrap();
         drop(b);
-        let (r, _) = a.send("gone").await;
+        let (r, _) = a.send_owned("gone").await;
         assert!(r.is_err(), "the peer is closed");
     });
 }
@@ -73,18 +73,18 @@ fn bound_and_unbound_senders_addresses(backend: IoBackend) {
         );
         let bound = UnixDatagram::bind(&cp).unwrap();
         let unbound = UnixDatagram::unbound().unwrap();
-        bound.send_to("from bound", &sp).await.0.unwrap();
-        let (r, buf) = server.recv_from(Vec::with_capacity(32)).await;
+        bound.send_to_owned("from bound", &sp).await.0.unwrap();
+        let (r, buf) = server.recv_from_owned(Vec::with_capacity(32)).await;
         let (n, from) = r.unwrap();
         assert_eq!(&buf[..n], b"from bound");
         assert_eq!(from.as_pathname(), Some(cp.as_path()));
         // Reply to the sender's address.
         server
-            .send_to("reply", from.as_pathname().unwrap())
+            .send_to_owned("reply", from.as_pathname().unwrap())
             .await
             .0
             .unwrap();
-        let (n, buf) = bound.recv(Vec::with_capacity(8)).await;
+        let (n, buf) = bound.recv_owned(Vec::with_capacity(8)).await;
         assert_eq!(&buf[..n.unwrap()], b"reply");
         unbound.try_send_to(b"anon", &sp).unwrap();
         let mut out = [0u8; 8];
@@ -98,7 +98,7 @@ fn bound_and_unbound_senders_addresses(backend: IoBackend) {
         assert_eq!(&out[..n], b"anon");
         assert!(from.is_unnamed());
         // Addresses the kernel cannot take.
-        let (r, _) = unbound.send_to("x", "").await;
+        let (r, _) = unbound.send_to_owned("x", "").await;
         assert_eq!(r.unwrap_err().kind(), ErrorKind::InvalidInput);
         let long = "x".repeat(200);
         assert_eq!(
@@ -122,15 +122,15 @@ fn connect_peer_addr_and_refusals(backend: IoBackend) {
             client.peer_addr().unwrap_err().kind(),
             ErrorKind::NotConnected
         );
-        let (r, _) = client.send("nowhere").await;
+        let (r, _) = client.send_owned("nowhere").await;
         assert!(r.is_err(), "not connected");
         client.connect(&sp).unwrap();
         assert_eq!(
             client.peer_addr().unwrap().as_pathname(),
             Some(sp.as_path())
         );
-        client.send("hi").await.0.unwrap();
-        let (n, buf) = server.recv(Vec::with_capacity(8)).await;
+        client.send_owned("hi").await.0.unwrap();
+        let (n, buf) = server.recv_owned(Vec::with_capacity(8)).await;
         assert_eq!(&buf[..n.unwrap()], b"hi");
         let missing = path("missing", backend);
         assert_eq!(
@@ -147,11 +147,11 @@ fn a_dropped_recv_from_keeps_datagram_and_sender(backend: IoBackend) {
     rt.block_on(async {
         let server = UnixDatagram::bind(&sp).unwrap();
         let client = std::os::unix::net::UnixDatagram::bind(&cp).unwrap();
-        drop_after_delivery(server.recv_from(Vec::with_capacity(16)), || {
+        drop_after_delivery(server.recv_from_owned(Vec::with_capacity(16)), || {
             client.send_to(b"kept", &sp).unwrap();
         })
         .await;
-        let read = server.recv_from(Vec::with_capacity(16));
+        let read = server.recv_from_owned(Vec::with_capacity(16));
         let (r, buf) = if backend == IoBackend::IoUring {
             at_once(read).await
         } else {
@@ -171,7 +171,7 @@ fn std_round_trip(backend: IoBackend) {
         let (a, b) = std::os::unix::net::UnixDatagram::pair().unwrap();
         let a = UnixDatagram::from_std(a).unwrap();
         b.send(b"to fairlane").unwrap();
-        let (n, buf) = a.recv(Vec::with_capacity(16)).await;
+        let (n, buf) = a.recv_owned(Vec::with_capacity(16)).await;
         assert_eq!(&buf[..n.unwrap()], b"to fairlane");
         let a = a.into_std().unwrap();
         a.send(b"back").unwrap();

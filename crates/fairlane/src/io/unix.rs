@@ -666,6 +666,64 @@ impl<T: AsRawFd> AsyncFd<T> {
         inner
     }
 
+    /// Runs the I/O `f` on the wrapped value without waiting; its result,
+    /// `WouldBlock` included. tokio clears its cached readiness for
+    /// `interest` on `WouldBlock`; fairlane keeps none (each wait asks the
+    /// descriptor itself), so the next [`ready`](Self::ready) waits as it
+    /// should.
+    ///
+    /// # Errors
+    /// `InvalidInput` if `interest` names something this `AsyncFd` was not
+    /// made for; else `f`'s.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Read;
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = AsyncFd::new(a)?;
+    /// let err = fd.try_io(Interest::READABLE, |s| (&*s).read(&mut [0u8; 4])).unwrap_err();
+    /// assert_eq!(err.kind(), std::io::ErrorKind::WouldBlock);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_io<R>(
+        &self,
+        interest: Interest,
+        f: impl FnOnce(&T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.check_interest(interest)?;
+        f(&self.inner)
+    }
+
+    /// As [`try_io`](Self::try_io), with the wrapped value borrowed
+    /// mutably.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::Write;
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let mut fd = AsyncFd::new(a)?;
+    /// assert_eq!(fd.try_io_mut(Interest::WRITABLE, |s| s.write(b"hi"))?, 2);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_io_mut<R>(
+        &mut self,
+        interest: Interest,
+        f: impl FnOnce(&mut T) -> io::Result<R>,
+    ) -> io::Result<R> {
+        self.check_interest(interest)?;
+        f(&mut self.inner)
+    }
+
     /// `InvalidInput` if this `AsyncFd` was not made for `interest`.
     fn check_interest(&self, interest: Interest) -> io::Result<()> {
         let needed = interest.remove(Interest::ERROR);

@@ -127,3 +127,25 @@ pub(crate) async fn resolve<A: ToSocketAddrs>(addr: A) -> io::Result<Vec<SocketA
     }
     Ok(addrs)
 }
+
+/// Resolves `host` (an address, or a `"name:port"` string looked up on the
+/// blocking pool) to its socket addresses, as tokio's `lookup_host`.
+///
+/// # Errors
+/// The lookup's error; `InvalidInput` for a string that is not
+/// `host:port`, or a name with no address.
+///
+/// # Example
+/// ```
+/// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+/// # rt.block_on(async {
+/// let addrs: Vec<_> = fairlane::net::lookup_host("127.0.0.1:80").await?.collect();
+/// assert_eq!(addrs, ["127.0.0.1:80".parse().unwrap()]);
+/// # Ok::<(), std::io::Error>(()) })?;
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub async fn lookup_host<T: ToSocketAddrs>(
+    host: T,
+) -> io::Result<impl Iterator<Item = SocketAddr> + std::fmt::Debug> {
+    Ok(resolve(host).await?.into_iter())
+}

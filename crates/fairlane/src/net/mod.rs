@@ -50,12 +50,14 @@ mod into_std;
 pub(crate) mod socket;
 mod stream;
 pub mod tcp;
+mod tcp_options;
 mod tcp_socket;
+mod try_from_std;
 mod udp;
 mod unix;
 mod unix_datagram;
 
-pub use self::addr::ToSocketAddrs;
+pub use self::addr::{lookup_host, ToSocketAddrs};
 pub use self::into_std::IntoStdError;
 pub use self::tcp::{TcpListener, TcpStream};
 pub use self::tcp_socket::TcpSocket;

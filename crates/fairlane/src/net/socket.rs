@@ -1166,3 +1166,17 @@ pub(crate) fn option<T: Copy>(fd: RawFd, level: libc::c_int, name: libc::c_int) 
     cvt(unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut T).cast(), &mut len) })?;
     Ok(value)
 }
+
+/// A datagram received into an owned buffer (`got`, outcome `r`), copied to
+/// the start of the caller's slice `buf`; the slice forms of the datagram
+/// sockets' receives. `got` never holds more than `buf.len()` bytes (it was
+/// made with that capacity).
+pub(crate) fn copy_received<A>(
+    r: io::Result<(usize, A)>,
+    got: &[u8],
+    buf: &mut [u8],
+) -> io::Result<(usize, A)> {
+    let (n, from) = r?;
+    buf[..n].copy_from_slice(&got[..n]);
+    Ok((n, from))
+}

@@ -248,13 +248,7 @@ impl TcpSocket {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn set_linger(&self, dur: Option<Duration>) -> io::Result<()> {
-        let linger = libc::linger {
-            l_onoff: libc::c_int::from(dur.is_some()),
-            l_linger: dur.map_or(0, |d| {
-                d.as_secs().min(libc::c_int::MAX as u64) as libc::c_int
-            }),
-        };
-        set_option(self.raw(), libc::SOL_SOCKET, libc::SO_LINGER, linger)
+        super::tcp_options::set_linger(self.raw(), dur)
     }
 
     /// `SO_LINGER`: see [`set_linger`](Self::set_linger).
@@ -265,8 +259,7 @@ impl TcpSocket {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn linger(&self) -> io::Result<Option<Duration>> {
-        let l: libc::linger = option(self.raw(), libc::SOL_SOCKET, libc::SO_LINGER)?;
-        Ok((l.l_onoff != 0).then(|| Duration::from_secs(l.l_linger.max(0) as u64)))
+        super::tcp_options::linger(self.raw())
     }
 
     /// Binds to `addr` (port 0: one the system chooses).

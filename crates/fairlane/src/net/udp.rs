@@ -6,7 +6,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 
 use super::addr::{resolve, ToSocketAddrs};
 use super::into_std::refused;
-use super::socket::{with_std, Socket};
+use super::socket::{copy_received, with_std, Socket};
 use crate::io::{IoBuf, IoBufMut};
 
 /// A UDP socket.
@@ -18,8 +18,8 @@ use crate::io::{IoBuf, IoBufMut};
 /// rt.block_on(async {
 ///     let a = UdpSocket::bind("127.0.0.1:0").await?;
 ///     let b = UdpSocket::bind("127.0.0.1:0").await?;
-///     a.send_to(b"hi".to_vec(), b.local_addr()?).await.0?;
-///     let (result, buf) = b.recv_from(Vec::with_capacity(16)).await;
+///     a.send_to_owned(b"hi".to_vec(), b.local_addr()?).await.0?;
+///     let (result, buf) = b.recv_from_owned(Vec::with_capacity(16)).await;
 ///     let (n, from) = result?;
 ///     assert_eq!((&buf[..n], from), (&b"hi"[..], a.local_addr()?));
 ///     Ok::<(), std::io::Error>(())
@@ -106,12 +106,12 @@ impl UdpSocket {
     /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// # rt.block_on(async {
     /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
-    /// let (n, _) = s.send_to("ping", s.local_addr()?).await;
+    /// let (n, _) = s.send_to_owned("ping", s.local_addr()?).await;
     /// assert_eq!(n?, 4);
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn send_to<B: IoBuf, A: ToSocketAddrs>(
+    pub async fn send_to_owned<B: IoBuf, A: ToSocketAddrs>(
         &self,
         buf: B,
         target: A,
@@ -129,7 +129,7 @@ impl UdpSocket {
     /// # Cancellation
     /// Cancel-safe: if the future is dropped before it completes, no
     /// datagram is lost; one the kernel had already delivered to it (an
-    /// empty one too) is returned by the next `recv_from` (cut to that
+    /// empty one too) is returned by the next `recv_from_owned` (cut to that
     /// buffer's capacity, as any datagram is), and so is an error the
     /// kernel had already reported to it.
     ///
@@ -139,13 +139,16 @@ impl UdpSocket {
     /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// # rt.block_on(async {
     /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
-    /// s.send_to("ping", s.local_addr()?).await.0?;
-    /// let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+    /// s.send_to_owned("ping", s.local_addr()?).await.0?;
+    /// let (r, buf) = s.recv_from_owned(Vec::with_capacity(8)).await;
     /// assert_eq!(r?.0, 4);
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn recv_from<B: IoBufMut>(&self, buf: B) -> (io::Result<(usize, SocketAddr)>, B) {
+    pub async fn recv_from_owned<B: IoBufMut>(
+        &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
         self.sock.recv_from(buf).await
     }
 
@@ -165,8 +168,8 @@ impl UdpSocket {
     /// a.connect(b.local_addr()?).await?;
     /// b.connect(a.local_addr()?).await?;
     /// assert_eq!(a.peer_addr()?, b.local_addr()?);
-    /// a.send("hi").await.0?;
-    /// let (n, buf) = b.recv(Vec::with_capacity(8)).await;
+    /// a.send_owned("hi").await.0?;
+    /// let (n, buf) = b.recv_owned(Vec::with_capacity(8)).await;
     /// assert_eq!(&buf[..n?], b"hi");
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
@@ -206,14 +209,14 @@ impl UdpSocket {
     /// `ConnectionRefused`.
     ///
     /// # Cancellation
-    /// As [`send_to`](Self::send_to).
+    /// As [`send_to_owned`](Self::send_to_owned).
     ///
     /// # Example
     /// See [`connect`](Self::connect).
     /// ```
-    /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> { s.send("x").await.0 }
+    /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> { s.send_owned("x").await.0 }
     /// ```
-    pub async fn send<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn send_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.send_connected(buf).await
     }
 
@@ -221,16 +224,16 @@ impl UdpSocket {
     /// start, up to its capacity, the rest of a larger datagram dropped).
     ///
     /// # Cancellation
-    /// Cancel-safe, as [`recv_from`](Self::recv_from).
+    /// Cancel-safe, as [`recv_from_owned`](Self::recv_from_owned).
     ///
     /// # Example
     /// See [`connect`](Self::connect).
     /// ```
     /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> {
-    ///     s.recv(Vec::with_capacity(1500)).await.0
+    ///     s.recv_owned(Vec::with_capacity(1500)).await.0
     /// }
     /// ```
-    pub async fn recv<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn recv_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         let (r, buf) = self.sock.recv_from(buf).await;
         (r.map(|(n, _)| n), buf)
     }
@@ -330,7 +333,7 @@ impl UdpSocket {
     }
 
     /// Receives the next datagram into `buf` as
-    /// [`recv_from`](Self::recv_from) does, but leaves it queued: the next
+    /// [`recv_from_owned`](Self::recv_from_owned) does, but leaves it queued: the next
     /// receive returns it again.
     ///
     /// # Cancellation
@@ -341,16 +344,130 @@ impl UdpSocket {
     /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// # rt.block_on(async {
     /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
-    /// s.send_to("ping", s.local_addr()?).await.0?;
-    /// let (r, buf) = s.peek_from(Vec::with_capacity(8)).await;
+    /// s.send_to_owned("ping", s.local_addr()?).await.0?;
+    /// let (r, buf) = s.peek_from_owned(Vec::with_capacity(8)).await;
     /// assert_eq!(&buf[..r?.0], b"ping");
-    /// let (r, buf) = s.recv_from(Vec::with_capacity(8)).await;
+    /// let (r, buf) = s.recv_from_owned(Vec::with_capacity(8)).await;
     /// assert_eq!(&buf[..r?.0], b"ping");
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn peek_from<B: IoBufMut>(&self, buf: B) -> (io::Result<(usize, SocketAddr)>, B) {
+    pub async fn peek_from_owned<B: IoBufMut>(
+        &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
         self.sock.peek_from(buf).await
+    }
+
+    /// Sends one datagram with `buf`'s bytes to `target` (the first of its
+    /// addresses); the count sent. tokio's signature: the bytes are
+    /// borrowed (copied into an owned buffer for the send;
+    /// [`send_to_owned`](Self::send_to_owned) takes the buffer and copies
+    /// nothing).
+    ///
+    /// # Cancellation
+    /// As [`send_to_owned`](Self::send_to_owned): sent whole or not at all.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// assert_eq!(s.send_to(b"ping", s.local_addr()?).await?, 4);
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = s.recv_from(&mut buf).await?;
+    /// assert_eq!((&buf[..n], from), (&b"ping"[..], s.local_addr()?));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn send_to<A: ToSocketAddrs>(&self, buf: &[u8], target: A) -> io::Result<usize> {
+        self.send_to_owned(buf.to_vec(), target).await.0
+    }
+
+    /// Receives one datagram into `buf` (the rest of a larger datagram is
+    /// dropped); the count and the sender. tokio's signature (the datagram
+    /// goes through an owned buffer; [`recv_from_owned`](Self::recv_from_owned)
+    /// receives into the caller's).
+    ///
+    /// # Cancellation
+    /// Cancel-safe, as [`recv_from_owned`](Self::recv_from_owned).
+    ///
+    /// # Example
+    /// See [`send_to`](Self::send_to).
+    /// ```
+    /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> {
+    ///     Ok(s.recv_from(&mut [0u8; 1500]).await?.0)
+    /// }
+    /// ```
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (r, got) = self.recv_from_owned(Vec::with_capacity(buf.len())).await;
+        copy_received(r, &got, buf)
+    }
+
+    /// Sends one datagram with `buf`'s bytes to the connected peer; tokio's
+    /// signature (see [`send_owned`](Self::send_owned) for the owned form).
+    ///
+    /// # Errors
+    /// As [`send_owned`](Self::send_owned).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let a = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// let b = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// a.connect(b.local_addr()?).await?;
+    /// b.connect(a.local_addr()?).await?;
+    /// assert_eq!(a.send(b"hi").await?, 2);
+    /// let mut buf = [0u8; 8];
+    /// let n = b.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.send_owned(buf.to_vec()).await.0
+    }
+
+    /// Receives one datagram from the connected peer into `buf`; tokio's
+    /// signature (see [`recv_owned`](Self::recv_owned) for the owned form).
+    ///
+    /// # Cancellation
+    /// Cancel-safe, as [`recv_from_owned`](Self::recv_from_owned).
+    ///
+    /// # Example
+    /// See [`send`](Self::send).
+    /// ```
+    /// async fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<usize> {
+    ///     s.recv(&mut [0u8; 1500]).await
+    /// }
+    /// ```
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(self.recv_from(buf).await?.0)
+    }
+
+    /// Receives the next datagram into `buf` as
+    /// [`recv_from`](Self::recv_from) does, but leaves it queued; tokio's
+    /// signature (see [`peek_from_owned`](Self::peek_from_owned)).
+    ///
+    /// # Cancellation
+    /// Cancel-safe: a peek takes nothing.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let s = fairlane::net::UdpSocket::bind("127.0.0.1:0").await?;
+    /// s.send_to(b"ping", s.local_addr()?).await?;
+    /// let mut buf = [0u8; 8];
+    /// assert_eq!(s.peek_from(&mut buf).await?.0, 4);
+    /// assert_eq!(s.recv_from(&mut buf).await?.0, 4);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn peek_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (r, got) = self.peek_from_owned(Vec::with_capacity(buf.len())).await;
+        copy_received(r, &got, buf)
     }
 
     /// The local address.

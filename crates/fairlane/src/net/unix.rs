@@ -247,6 +247,27 @@ impl UnixStream {
         Ok(UnixStream::from_socket(sock))
     }
 
+    /// A connected pair of unnamed streams (`socketpair`).
+    ///
+    /// # Errors
+    /// The operating system's, e.g. when out of descriptors.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// a.write_all_owned("hi").await.0?;
+    /// let (n, buf) = b.read_owned(Vec::with_capacity(4)).await;
+    /// assert_eq!(&buf[..n?], b"hi");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn pair() -> io::Result<(UnixStream, UnixStream)> {
+        let (a, b) = std::os::unix::net::UnixStream::pair()?;
+        Ok((UnixStream::from_std(a)?, UnixStream::from_std(b)?))
+    }
+
     /// Adopts a connected std stream.
     ///
     /// # Example

@@ -6,7 +6,7 @@ use std::os::unix::net::SocketAddr;
 use std::path::Path;
 
 use super::into_std::refused;
-use super::socket::{with_std, SockAddrBuf, Socket};
+use super::socket::{copy_received, with_std, SockAddrBuf, Socket};
 use crate::io::{IoBuf, IoBufMut};
 
 /// A Unix-domain datagram socket, as tokio's: bound to a path, unbound, or
@@ -18,8 +18,8 @@ use crate::io::{IoBuf, IoBufMut};
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
 /// rt.block_on(async {
 ///     let (a, b) = UnixDatagram::pair()?;
-///     a.send("hi").await.0?;
-///     let (n, buf) = b.recv(Vec::with_capacity(16)).await;
+///     a.send_owned("hi").await.0?;
+///     let (n, buf) = b.recv_owned(Vec::with_capacity(16)).await;
 ///     assert_eq!(&buf[..n?], b"hi");
 ///     Ok::<(), std::io::Error>(())
 /// })?;
@@ -149,9 +149,9 @@ impl UnixDatagram {
     /// # Example
     /// See [`UnixDatagram`].
     /// ```
-    /// async fn f(s: &fairlane::net::UnixDatagram) -> std::io::Result<usize> { s.send("x").await.0 }
+    /// async fn f(s: &fairlane::net::UnixDatagram) -> std::io::Result<usize> { s.send_owned("x").await.0 }
     /// ```
-    pub async fn send<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn send_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
         self.sock.send_connected(buf).await
     }
 
@@ -159,16 +159,16 @@ impl UnixDatagram {
     /// capacity, the rest of a larger datagram dropped).
     ///
     /// # Cancellation
-    /// Cancel-safe, as [`UdpSocket::recv_from`](super::UdpSocket::recv_from).
+    /// Cancel-safe, as [`UdpSocket::recv_from_owned`](super::UdpSocket::recv_from_owned).
     ///
     /// # Example
     /// See [`UnixDatagram`].
     /// ```
     /// async fn f(s: &fairlane::net::UnixDatagram) -> std::io::Result<usize> {
-    ///     s.recv(Vec::with_capacity(1500)).await.0
+    ///     s.recv_owned(Vec::with_capacity(1500)).await.0
     /// }
     /// ```
-    pub async fn recv<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
+    pub async fn recv_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
         let (r, buf) = self.sock.receive_datagram(buf, false).await;
         (r.map(|(n, _)| n), buf)
     }
@@ -176,7 +176,7 @@ impl UnixDatagram {
     /// Sends one datagram with `buf`'s bytes to the socket bound at `path`.
     ///
     /// # Cancellation
-    /// As [`send`](Self::send).
+    /// As [`send_owned`](Self::send_owned).
     ///
     /// # Example
     /// ```
@@ -186,8 +186,8 @@ impl UnixDatagram {
     /// let _ = std::fs::remove_file(&path);
     /// let server = fairlane::net::UnixDatagram::bind(&path)?;
     /// let client = fairlane::net::UnixDatagram::unbound()?;
-    /// client.send_to("ping", &path).await.0?;
-    /// let (r, buf) = server.recv_from(Vec::with_capacity(8)).await;
+    /// client.send_to_owned("ping", &path).await.0?;
+    /// let (r, buf) = server.recv_from_owned(Vec::with_capacity(8)).await;
     /// let (n, from) = r?;
     /// assert_eq!(&buf[..n], b"ping");
     /// assert!(from.is_unnamed());
@@ -195,7 +195,7 @@ impl UnixDatagram {
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
-    pub async fn send_to<B: IoBuf, P: AsRef<Path>>(
+    pub async fn send_to_owned<B: IoBuf, P: AsRef<Path>>(
         &self,
         buf: B,
         target: P,
@@ -209,18 +209,107 @@ impl UnixDatagram {
     /// Receives one datagram into `buf`, with its sender's address.
     ///
     /// # Cancellation
-    /// Cancel-safe, as [`recv`](Self::recv).
+    /// Cancel-safe, as [`recv_owned`](Self::recv_owned).
+    ///
+    /// # Example
+    /// See [`send_to_owned`](Self::send_to_owned).
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixDatagram) -> std::io::Result<usize> {
+    ///     Ok(s.recv_from_owned(Vec::with_capacity(1500)).await.0?.0)
+    /// }
+    /// ```
+    pub async fn recv_from_owned<B: IoBufMut>(
+        &self,
+        buf: B,
+    ) -> (io::Result<(usize, SocketAddr)>, B) {
+        let (r, buf) = self.sock.receive_datagram(buf, false).await;
+        (r.and_then(|(n, a)| Ok((n, a.unix_addr()?))), buf)
+    }
+
+    /// Sends one datagram with `buf`'s bytes to the connected peer; tokio's
+    /// signature (the bytes are copied into an owned buffer;
+    /// [`send_owned`](Self::send_owned) takes one and copies nothing).
+    ///
+    /// # Cancellation
+    /// As [`send_owned`](Self::send_owned): sent whole or not at all.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixDatagram::pair()?;
+    /// assert_eq!(a.send(b"hi").await?, 2);
+    /// let mut buf = [0u8; 8];
+    /// let n = b.recv(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"hi");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn send(&self, buf: &[u8]) -> io::Result<usize> {
+        self.send_owned(buf.to_vec()).await.0
+    }
+
+    /// Receives one datagram into `buf` (the rest of a larger datagram is
+    /// dropped); tokio's signature (see [`recv_owned`](Self::recv_owned)).
+    ///
+    /// # Cancellation
+    /// Cancel-safe, as [`recv_owned`](Self::recv_owned).
+    ///
+    /// # Example
+    /// See [`send`](Self::send).
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixDatagram) -> std::io::Result<usize> {
+    ///     s.recv(&mut [0u8; 1500]).await
+    /// }
+    /// ```
+    pub async fn recv(&self, buf: &mut [u8]) -> io::Result<usize> {
+        Ok(self.recv_from(buf).await?.0)
+    }
+
+    /// Sends one datagram with `buf`'s bytes to the socket bound at
+    /// `target`; tokio's signature (see
+    /// [`send_to_owned`](Self::send_to_owned)).
+    ///
+    /// # Cancellation
+    /// As [`send_owned`](Self::send_owned).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let path = std::env::temp_dir().join(format!("fairlane-dgram-slice-{}", std::process::id()));
+    /// let _ = std::fs::remove_file(&path);
+    /// let server = fairlane::net::UnixDatagram::bind(&path)?;
+    /// let client = fairlane::net::UnixDatagram::unbound()?;
+    /// client.send_to(b"ping", &path).await?;
+    /// let mut buf = [0u8; 8];
+    /// let (n, from) = server.recv_from(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"ping");
+    /// assert!(from.is_unnamed());
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn send_to<P: AsRef<Path>>(&self, buf: &[u8], target: P) -> io::Result<usize> {
+        self.send_to_owned(buf.to_vec(), target).await.0
+    }
+
+    /// Receives one datagram into `buf`, with its sender's address; tokio's
+    /// signature (see [`recv_from_owned`](Self::recv_from_owned)).
+    ///
+    /// # Cancellation
+    /// Cancel-safe, as [`recv_owned`](Self::recv_owned).
     ///
     /// # Example
     /// See [`send_to`](Self::send_to).
     /// ```
     /// async fn f(s: &fairlane::net::UnixDatagram) -> std::io::Result<usize> {
-    ///     Ok(s.recv_from(Vec::with_capacity(1500)).await.0?.0)
+    ///     Ok(s.recv_from(&mut [0u8; 1500]).await?.0)
     /// }
     /// ```
-    pub async fn recv_from<B: IoBufMut>(&self, buf: B) -> (io::Result<(usize, SocketAddr)>, B) {
-        let (r, buf) = self.sock.receive_datagram(buf, false).await;
-        (r.and_then(|(n, a)| Ok((n, a.unix_addr()?))), buf)
+    pub async fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (r, got) = self.recv_from_owned(Vec::with_capacity(buf.len())).await;
+        copy_received(r, &got, buf)
     }
 
     /// Waits until a datagram (or an error) is there to receive; then

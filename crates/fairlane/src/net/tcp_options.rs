@@ -1,0 +1,128 @@
+//! TCP socket options on a connected [`TcpStream`] (`SO_LINGER`,
+//! `TCP_QUICKACK`) and on a [`TcpSocket`] before it connects or listens
+//! (`IP_TOS`), with tokio's names.
+
+use std::io;
+use std::os::fd::{AsRawFd, RawFd};
+use std::time::Duration;
+
+use super::socket::{option, set_option};
+use super::{TcpSocket, TcpStream};
+
+/// Sets `SO_LINGER` on `fd`: `Some(d)` (whole seconds, rounded down) or off.
+pub(super) fn set_linger(fd: RawFd, dur: Option<Duration>) -> io::Result<()> {
+    let linger = libc::linger {
+        l_onoff: libc::c_int::from(dur.is_some()),
+        l_linger: dur.map_or(0, |d| {
+            d.as_secs().min(libc::c_int::MAX as u64) as libc::c_int
+        }),
+    };
+    set_option(fd, libc::SOL_SOCKET, libc::SO_LINGER, linger)
+}
+
+/// `fd`'s `SO_LINGER`.
+pub(super) fn linger(fd: RawFd) -> io::Result<Option<Duration>> {
+    let l: libc::linger = option(fd, libc::SOL_SOCKET, libc::SO_LINGER)?;
+    Ok((l.l_onoff != 0).then(|| Duration::from_secs(l.l_linger.max(0) as u64)))
+}
+
+impl TcpStream {
+    /// Sets `SO_LINGER`: with `Some(d)`, closing waits up to `d` (whole
+    /// seconds) for unsent data, and `Some(Duration::ZERO)` resets the
+    /// connection on close; `None` turns it off.
+    ///
+    /// # Example
+    /// ```
+    /// use std::time::Duration;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// assert_eq!(s.linger()?, None);
+    /// s.set_linger(Some(Duration::from_secs(3)))?;
+    /// assert_eq!(s.linger()?, Some(Duration::from_secs(3)));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_linger(&self, dur: Option<Duration>) -> io::Result<()> {
+        set_linger(self.as_raw_fd(), dur)
+    }
+
+    /// `SO_LINGER`: see [`set_linger`](Self::set_linger).
+    ///
+    /// # Example
+    /// See [`set_linger`](Self::set_linger).
+    /// ```
+    /// fn f(s: &fairlane::net::TcpStream) -> std::io::Result<bool> { Ok(s.linger()?.is_some()) }
+    /// ```
+    pub fn linger(&self) -> io::Result<Option<Duration>> {
+        linger(self.as_raw_fd())
+    }
+
+    /// Sets `TCP_QUICKACK` (Linux): acknowledgements are sent at once
+    /// rather than delayed. The kernel may turn it off again by itself, as
+    /// its documentation says; set it again where it matters.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.set_quickack(true)?;
+    /// assert!(s.quickack()?);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_quickack(&self, quickack: bool) -> io::Result<()> {
+        let on = libc::c_int::from(quickack);
+        set_option(self.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_QUICKACK, on)
+    }
+
+    /// Whether `TCP_QUICKACK` is on (Linux).
+    ///
+    /// # Example
+    /// See [`set_quickack`](Self::set_quickack).
+    /// ```
+    /// fn f(s: &fairlane::net::TcpStream) -> std::io::Result<bool> { s.quickack() }
+    /// ```
+    pub fn quickack(&self) -> io::Result<bool> {
+        let on: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_QUICKACK)?;
+        Ok(on != 0)
+    }
+}
+
+impl TcpSocket {
+    /// Sets `IP_TOS`, the type-of-service byte of the IPv4 packets it sends.
+    ///
+    /// # Errors
+    /// The operating system's, e.g. for an IPv6 socket.
+    ///
+    /// # Example
+    /// ```
+    /// let socket = fairlane::net::TcpSocket::new_v4()?;
+    /// socket.set_tos(0x10)?;
+    /// assert_eq!(socket.tos()?, 0x10);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_tos(&self, tos: u32) -> io::Result<()> {
+        set_option(
+            self.as_raw_fd(),
+            libc::IPPROTO_IP,
+            libc::IP_TOS,
+            tos as libc::c_int,
+        )
+    }
+
+    /// `IP_TOS`: see [`set_tos`](Self::set_tos).
+    ///
+    /// # Example
+    /// ```
+    /// assert_eq!(fairlane::net::TcpSocket::new_v4()?.tos()?, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn tos(&self) -> io::Result<u32> {
+        let tos: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_IP, libc::IP_TOS)?;
+        Ok(tos as u32)
+    }
+}
