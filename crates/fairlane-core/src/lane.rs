@@ -108,6 +108,13 @@ impl<T> Lane<T> {
         }
     }
 
+    /// Holds the lane's lock until the guard drops: a busy lane, for tests
+    /// of what a push does when its first lane is busy.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn hold(&self) -> impl Drop + '_ {
+        self.items.lock()
+    }
+
     /// Removes the oldest element. With `wait`, spins for the lock; without,
     /// reports a busy lane as empty.
     #[inline]

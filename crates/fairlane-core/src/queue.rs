@@ -1025,6 +1025,28 @@ mod tests {
         assert!(q.pop(0, 100).is_none());
     }
 
+    /// A push from outside whose first lane is busy goes to the next one;
+    /// a push of the owner's in the same iteration onto the first lane must
+    /// still come after it, although lane order breaks ties in the first
+    /// lane's favour: the outside stamp is one below the owner's clock.
+    #[test]
+    fn an_outside_push_diverted_to_another_lane_stays_ahead_of_later_own_pushes() {
+        let q = queue(1, |_| 0);
+        q.local[0].now.store(10, Ordering::Relaxed);
+        {
+            let _busy = q.lanes[0].hold();
+            q.push_remote(Some(0), 1, Priority::Normal).unwrap();
+        }
+        // Two own pushes: the cursor alternates, so one lands in lane 0.
+        q.push_local(0, 2, Priority::Normal).unwrap();
+        q.push_local(0, 3, Priority::Normal).unwrap();
+        assert_eq!(
+            q.pop(0, 100).unwrap().0,
+            1,
+            "an own push overtook the outside one"
+        );
+    }
+
     /// Processor 1's lanes hold tasks far older than processor 0's (their
     /// ages about 550 and 50 at time 1,100), and processor 0, whose own
     /// heartbeats come `own_interval` apart (0: none yet), checks a help

@@ -995,6 +995,31 @@ mod tests {
         assert_eq!(order, [1, 2, 3, 0], "the yielding task ran again first");
     }
 
+    /// Two tasks that yield in turn on a processor that reuses one clock
+    /// reading: each re-queue is stamped above the other task's, queued an
+    /// iteration before (the clock goes up every iteration), so neither runs
+    /// twice in a row whichever lanes they alternate between.
+    #[test]
+    fn tasks_yielding_in_turn_alternate_while_the_clock_reading_is_reused() {
+        let sched = by_hand_with(false, 1, 1_000);
+        sched.host.now.store(10, Ordering::Relaxed);
+        sched.act_as(0);
+        sched.push_local(0, 1, Priority::Normal).unwrap();
+        sched.push_local(0, 2, Priority::Normal).unwrap();
+        let mut order = Vec::new();
+        for _ in 0..6 {
+            let task = sched.next(0).unwrap();
+            order.push(task);
+            // The task yields: its processor re-queues it after the poll.
+            sched.push_local(0, task, Priority::Normal).unwrap();
+        }
+        assert_eq!(
+            order,
+            [1, 2, 1, 2, 1, 2],
+            "a yielding task ran twice in a row"
+        );
+    }
+
     #[test]
     fn an_item_pushed_is_handed_out_once_and_a_closed_scheduler_hands_out_nothing() {
         let sched = Scheduler::new(Config::new(1), CountingHost(AtomicU64::new(0))).unwrap();
