@@ -81,8 +81,8 @@ pub(super) fn wait_for_exit_blocking(pid: u32) -> io::Result<()> {
 /// without blocking a processor.
 ///
 /// Dropping it before the process was reaped does not kill the process
-/// (unless [`Command::kill_on_drop`]); a reaper thread reaps it once it
-/// exits (see the [module documentation](self)).
+/// (unless [`Command::kill_on_drop`](crate::process::Command::kill_on_drop)); a reaper thread reaps it once it
+/// exits (see the [module documentation](crate::process)).
 ///
 /// # Example
 /// ```
@@ -334,7 +334,7 @@ impl Child {
     ///
     /// # Errors
     /// Reading a pipe failed, or [`wait`](Self::wait) did. The child is
-    /// then dropped (see [`Command::kill_on_drop`]).
+    /// then dropped (see [`Command::kill_on_drop`](crate::process::Command::kill_on_drop)).
     ///
     /// # Example
     /// ```

@@ -280,7 +280,7 @@ impl Command {
     /// [`status`](Self::status) or [`output`](Self::output)) before the
     /// process was reaped kills it (`SIGKILL`). Off by default, as with
     /// tokio: a dropped child runs on, and is reaped when it exits (see the
-    /// [module documentation](self)).
+    /// [module documentation](crate::process)).
     ///
     /// # Example
     /// ```
