@@ -15,6 +15,8 @@
 //! - `start_paused = true`: the runtime's clock starts paused
 //!   (`Builder::start_paused`), as tokio's option of that name (on either
 //!   flavor).
+//! - `name = "…"`: the runtime's name (`Builder::name`, read back with
+//!   `Handle::name`); not empty.
 //! - `crate = "path"`: where the `fairlane` crate is, for a renamed
 //!   dependency.
 
@@ -161,6 +163,7 @@ struct Options {
     current_thread: Option<(bool, Span)>,
     io_backend: Option<String>,
     start_paused: bool,
+    name: Option<String>,
     krate: Option<syn::Path>,
 }
 
@@ -223,6 +226,16 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
                 opts.io_backend = Some(backend);
             }
             "start_paused" => opts.start_paused = bool_value(&nv.value)?,
+            "name" => {
+                let runtime_name = str_value(&nv.value)?;
+                if runtime_name.trim().is_empty() {
+                    return Err(syn::Error::new(
+                        nv.value.span(),
+                        "`name` must not be empty or only white space",
+                    ));
+                }
+                opts.name = Some(runtime_name);
+            }
             "crate" => {
                 let path = str_value(&nv.value)?;
                 opts.krate = Some(syn::parse_str(&path).map_err(|e| {
@@ -234,7 +247,7 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
                     nv.path.span(),
                     format!(
                         "unknown option `{name}`: expected `processors`, `worker_threads`, \
-                         `flavor`, `io_backend`, `start_paused` or `crate`"
+                         `flavor`, `io_backend`, `start_paused`, `name` or `crate`"
                     ),
                 ))
             }
@@ -333,6 +346,9 @@ fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<Tok
     if opts.start_paused {
         builder = quote! { #builder.start_paused(true) };
     }
+    if let Some(name) = &opts.name {
+        builder = quote! { #builder.name(#name) };
+    }
     let body = &func.block;
     let span = body.span();
     let block = quote_spanned! {span=>
@@ -410,6 +426,12 @@ mod tests {
                 "runs one processor",
             ),
             (
+                quote! { name = " " },
+                main.clone(),
+                Kind::Main,
+                "`name` must not be empty",
+            ),
+            (
                 quote! { io_backend = "epoll" },
                 main.clone(),
                 Kind::Main,
@@ -455,6 +477,14 @@ mod tests {
         assert!(out.contains("new_multi_thread ()"), "{out}");
         assert!(out.contains(". processors (3usize)"), "{out}");
         assert!(out.contains("IoBackend :: Fallback"), "{out}");
+        let named = expand(
+            quote! { name = "ingest" },
+            quote! { async fn main() {} },
+            Kind::Main,
+        )
+        .unwrap()
+        .to_string();
+        assert!(named.contains(". name (\"ingest\")"), "{named}");
         assert!(!out.contains("async fn"), "{out}");
         let test = expand(quote! {}, quote! { async fn t() {} }, Kind::Test)
             .unwrap()

@@ -540,8 +540,10 @@ impl State {
     }
 }
 
+/// The error of an operation whose runtime was shut down
+/// (`runtime::is_rt_shutdown_err` recognises it).
 pub(crate) fn shut_down_error() -> io::Error {
-    io::Error::other("the fairlane runtime was shut down")
+    io::Error::other(crate::runtime::shutdown::ShutDown)
 }
 
 /// An eventfd, non-blocking, close-on-exec.

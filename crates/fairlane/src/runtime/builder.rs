@@ -61,6 +61,8 @@ pub struct Builder {
     start_paused: bool,
     /// Accepted for tokio's sake; see `global_queue_interval`.
     global_queue_interval: Option<u32>,
+    /// The runtime's name (`Handle::name`).
+    name: Option<String>,
 }
 
 impl Default for Builder {
@@ -95,6 +97,7 @@ impl Builder {
             io_backend: None,
             start_paused: false,
             global_queue_interval: None,
+            name: None,
         }
     }
 
@@ -215,6 +218,34 @@ impl Builder {
     /// ```
     pub fn thread_name(&mut self, name: impl Into<String>) -> &mut Self {
         self.threads.name = ThreadName::Prefix(name.into());
+        self
+    }
+
+    /// Names the runtime, as tokio's option of that name:
+    /// [`Handle::name`](crate::runtime::Handle::name) returns it (a runtime
+    /// has no name unless given one). The name is the runtime's, not its
+    /// threads' (see [`thread_name`](Self::thread_name)).
+    ///
+    /// # Panics
+    /// If `name` is empty or only white space (at the caller, as tokio's).
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::runtime::Builder::new_multi_thread()
+    ///     .worker_threads(1)
+    ///     .name("ingest")
+    ///     .build()?;
+    /// assert_eq!(rt.handle().name(), Some("ingest"));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn name(&mut self, name: impl Into<String>) -> &mut Self {
+        let name = name.into();
+        assert!(
+            !name.trim().is_empty(),
+            "a runtime name must not be empty or only white space"
+        );
+        self.name = Some(name);
         self
     }
 
@@ -563,6 +594,7 @@ impl Builder {
             flavor: self.flavor,
             seat: Seat::default(),
             id: Id::next(),
+            name: self.name.clone(),
             #[cfg(feature = "tokio-compat")]
             tokio: if self.tokio_compat {
                 Some(super::tokio_compat::TokioBridge::start()?)

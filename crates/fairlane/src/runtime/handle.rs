@@ -240,6 +240,22 @@ impl Handle {
         self.shared.id
     }
 
+    /// The runtime's name, given with
+    /// [`Builder::name`](crate::runtime::Builder::name) (or the macros'
+    /// `name = "…"`); `None` if it has none.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::runtime::Builder::new_current_thread().name("mine").build()?;
+    /// assert_eq!(rt.handle().name(), Some("mine"));
+    /// let unnamed = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// assert_eq!(unnamed.handle().name(), None);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn name(&self) -> Option<&str> {
+        self.shared.name.as_deref()
+    }
+
     /// The I/O backend of this runtime; see [`Runtime::io_backend`](crate::Runtime::io_backend).
     ///
     /// # Example

@@ -36,7 +36,7 @@ mod id;
 mod metrics;
 #[allow(clippy::module_inception)]
 mod runtime;
-mod shutdown;
+pub(crate) mod shutdown;
 mod threads;
 #[cfg(feature = "tokio-compat")]
 mod tokio_compat;
@@ -55,6 +55,7 @@ pub use self::handle::{EnterGuard, Handle, TryCurrentError};
 pub use self::id::Id;
 pub use self::metrics::{ProcessorMetrics, RuntimeMetrics};
 pub use self::runtime::{Runtime, RuntimeFlavor};
+pub use self::shutdown::is_rt_shutdown_err;
 pub(crate) use self::shutdown::ShutdownSignal;
 use crate::host::StdHost;
 use crate::time::clock::Clock;
@@ -103,6 +104,8 @@ pub(crate) struct RuntimeShared {
     /// Who drives the processor of a current-thread runtime.
     pub(crate) seat: current_thread::Seat,
     pub(crate) id: Id,
+    /// `Builder::name`'s name, if one was given.
+    pub(crate) name: Option<String>,
     /// The tokio runtime beside this one (feature `tokio-compat`, unless
     /// `Builder::tokio_compat(false)`).
     #[cfg(feature = "tokio-compat")]

@@ -83,3 +83,40 @@ impl ShutdownSignal {
         false
     }
 }
+
+/// The error of an I/O operation whose runtime was shut down (or that was
+/// made after it was): `is_rt_shutdown_err` recognises it by its type.
+#[derive(Debug)]
+pub(crate) struct ShutDown;
+
+impl std::fmt::Display for ShutDown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the fairlane runtime was shut down")
+    }
+}
+
+impl std::error::Error for ShutDown {}
+
+/// Whether `err` is the error fairlane's I/O returns because its runtime
+/// was shut down, as tokio's `is_rt_shutdown_err`: an operation on a socket
+/// whose runtime is gone, or one awaited while that runtime shuts down.
+/// Any other error, whatever its message, is not.
+///
+/// # Example
+/// ```
+/// use fairlane::net::TcpListener;
+/// let rt1 = fairlane::Runtime::new()?;
+/// let rt2 = fairlane::Runtime::new()?;
+/// let listener = rt1.block_on(TcpListener::bind("127.0.0.1:0"))?;
+/// drop(rt1);
+/// rt2.block_on(async {
+///     let err = listener.accept().await.unwrap_err();
+///     assert!(fairlane::runtime::is_rt_shutdown_err(&err));
+/// });
+/// let other = std::io::Error::other("the fairlane runtime was shut down");
+/// assert!(!fairlane::runtime::is_rt_shutdown_err(&other));
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn is_rt_shutdown_err(err: &std::io::Error) -> bool {
+    err.kind() == std::io::ErrorKind::Other && err.get_ref().is_some_and(|e| e.is::<ShutDown>())
+}
