@@ -119,3 +119,57 @@ fn the_future_is_dropped_inside_its_scope() {
     drop(TASK.scope(9, async move { drop(guard) }));
     assert_eq!(*seen.lock().unwrap(), Some(Ok(9)));
 }
+
+#[test]
+fn try_get_copies_the_value_inside_a_scope_and_errs_outside() {
+    fairlane::task_local! { static KEY: u32; }
+    let rt = fairlane::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    assert!(KEY.try_get().is_err());
+    let inside = rt.block_on(KEY.scope(5, async {
+        fairlane::task::yield_now().await;
+        KEY.try_get()
+    }));
+    assert_eq!(inside, Ok(5));
+}
+
+#[test]
+fn take_value_empties_the_scope_once() {
+    fairlane::task_local! { static KEY: String; }
+    let rt = fairlane::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut fut = Box::pin(KEY.scope("v".to_string(), async {
+        fairlane::task::yield_now().await;
+        KEY.try_get()
+    }));
+    assert_eq!(fut.as_mut().take_value().as_deref(), Some("v"));
+    assert_eq!(fut.as_mut().take_value(), None);
+    // Polled after the value was taken: the key has none inside the scope.
+    assert!(rt.block_on(fut).is_err());
+}
+
+#[test]
+fn take_value_after_a_poll_takes_what_the_scope_holds_between_polls() {
+    fairlane::task_local! { static KEY: u32; }
+    let rt = fairlane::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let mut fut = Box::pin(KEY.scope(9, async move {
+            assert_eq!(KEY.get(), 9);
+            rx.await.unwrap();
+            KEY.try_get()
+        }));
+        // One poll: the future waits on the channel; the value is back in
+        // the scope's slot.
+        assert!(futures_lite::future::poll_once(fut.as_mut())
+            .await
+            .is_none());
+        assert_eq!(fut.as_mut().take_value(), Some(9));
+        tx.send(()).unwrap();
+        assert!(fut.await.is_err());
+    });
+}

@@ -246,6 +246,23 @@ impl<T: 'static> LocalKey<T> {
     {
         self.with(T::clone)
     }
+
+    /// A copy of the value, or `Err(AccessError)` outside a scope of this
+    /// key (or inside one whose value was taken with
+    /// [`TaskLocalFuture::take_value`]).
+    ///
+    /// # Example
+    /// ```
+    /// fairlane::task_local! { static LIMIT: usize; }
+    /// assert!(LIMIT.try_get().is_err());
+    /// assert_eq!(LIMIT.sync_scope(10, || LIMIT.try_get()), Ok(10));
+    /// ```
+    pub fn try_get(&'static self) -> Result<T, AccessError>
+    where
+        T: Clone,
+    {
+        self.try_with(T::clone)
+    }
 }
 
 impl<T: 'static> fmt::Debug for LocalKey<T> {
@@ -321,6 +338,28 @@ impl<T: 'static, F: Future> Future for TaskLocalFuture<T, F> {
                 unsafe { Pin::new_unchecked(future) }.poll(cx)
             })
             .unwrap_or_else(|e| e.panic())
+    }
+}
+
+impl<T: 'static, F> TaskLocalFuture<T, F> {
+    /// Takes the value out of the scope, as tokio's method of that name:
+    /// `Some` the first time, `None` after. The future may still be
+    /// polled; from then on the key has no value inside it.
+    ///
+    /// # Example
+    /// ```
+    /// fairlane::task_local! { static K: u8; }
+    /// let mut fut = Box::pin(K.scope(7, async { K.try_get().is_err() }));
+    /// assert_eq!(fut.as_mut().take_value(), Some(7));
+    /// assert_eq!(fut.as_mut().take_value(), None);
+    /// let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// assert!(rt.block_on(fut), "the value is gone from the scope");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn take_value(self: Pin<&mut Self>) -> Option<T> {
+        // SAFETY: only `slot` is touched, which is not structurally pinned
+        // (see `poll`); the future is neither moved nor dropped.
+        unsafe { self.get_unchecked_mut() }.slot.take()
     }
 }
 
