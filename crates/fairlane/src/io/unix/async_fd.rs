@@ -14,6 +14,7 @@ use crate::net::socket::cvt;
 
 use super::guard::{AsyncFdReadyGuard, AsyncFdReadyMutGuard};
 use super::readiness;
+use super::AsyncFdRegisterError;
 
 /// A non-blocking descriptor `T` whose readiness the runtime reports, as
 /// tokio's `AsyncFd`: wait with [`readable`](Self::readable),
@@ -129,6 +130,124 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn with_interest(inner: T, interest: Interest) -> io::Result<AsyncFd<T>> {
+        AsyncFd::try_with_interest(inner, interest).map_err(io::Error::from)
+    }
+
+    /// As [`new`](Self::new), but a refused `inner` comes back in the
+    /// error ([`AsyncFdRegisterError::into_parts`]) instead of being
+    /// dropped, as tokio's `try_new`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Example
+    /// See [`AsyncFdRegisterError`].
+    /// ```
+    /// # let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = rt.block_on(async { fairlane::io::unix::AsyncFd::try_new(a) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_new(inner: T) -> Result<AsyncFd<T>, AsyncFdRegisterError<T>> {
+        AsyncFd::try_with_interest(inner, Interest::READABLE | Interest::WRITABLE)
+    }
+
+    /// As [`with_interest`](Self::with_interest), but a refused `inner`
+    /// comes back in the error, as tokio's `try_with_interest`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// let fd = rt.block_on(async { AsyncFd::try_with_interest(a, Interest::READABLE) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_with_interest(
+        inner: T,
+        interest: Interest,
+    ) -> Result<AsyncFd<T>, AsyncFdRegisterError<T>> {
+        match AsyncFd::watch(&inner, interest) {
+            Ok((driver, reg)) => Ok(AsyncFd {
+                kept: Mutex::new([None, None]),
+                reg,
+                driver,
+                interest,
+                inner,
+            }),
+            Err(cause) => Err(AsyncFdRegisterError::new(inner, cause)),
+        }
+    }
+
+    /// As [`try_new`](Self::try_new), under tokio's name for it.
+    ///
+    /// # Safety
+    /// The descriptor `inner.as_raw_fd()` returns must stay open, and the
+    /// same descriptor, for as long as the `AsyncFd` holds `inner` (until
+    /// it is dropped, [`into_inner`](Self::into_inner) is called, or it is
+    /// forgotten); every call of `as_raw_fd` on `inner` while it is held
+    /// must return that descriptor. This is tokio's contract:
+    /// the runtime waits on the number, and a number that is closed and
+    /// reused would make it report another file's readiness.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); the error hands `inner` back.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::unix::AsyncFd;
+    /// # let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// // SAFETY: `a` owns its descriptor and keeps it until it is dropped.
+    /// let fd = unsafe { AsyncFd::register(a) }?;
+    /// fd.writable().await?.retain_ready();
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub unsafe fn register(inner: T) -> Result<AsyncFd<T>, AsyncFdRegisterError<T>> {
+        AsyncFd::try_new(inner)
+    }
+
+    /// As [`try_with_interest`](Self::try_with_interest), under tokio's
+    /// name for it.
+    ///
+    /// # Safety
+    /// As [`register`](Self::register).
+    ///
+    /// # Errors
+    /// As [`new`](Self::new); the error hands `inner` back.
+    ///
+    /// # Example
+    /// ```
+    /// use fairlane::io::{unix::AsyncFd, Interest};
+    /// # let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
+    /// let (a, _b) = std::os::unix::net::UnixStream::pair()?;
+    /// a.set_nonblocking(true)?;
+    /// // SAFETY: `a` owns its descriptor and keeps it until it is dropped.
+    /// let fd = unsafe { AsyncFd::register_with_interest(a, Interest::WRITABLE) }?;
+    /// assert!(fd.writable().await?.ready().is_writable());
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub unsafe fn register_with_interest(
+        inner: T,
+        interest: Interest,
+    ) -> Result<AsyncFd<T>, AsyncFdRegisterError<T>> {
+        AsyncFd::try_with_interest(inner, interest)
+    }
+
+    /// Checks `inner`'s descriptor and registers it with the current
+    /// runtime's driver (the fallback backend's poller, for the directions
+    /// `interest` needs).
+    fn watch(inner: &T, interest: Interest) -> io::Result<(Arc<Driver>, Option<Registration>)> {
         let driver = current_driver()?;
         let fd = inner.as_raw_fd();
         // SAFETY: fcntl on the caller's live descriptor, no pointers.
@@ -150,13 +269,7 @@ impl<T: AsRawFd> AsyncFd<T> {
         } else {
             None
         };
-        Ok(AsyncFd {
-            kept: Mutex::new([None, None]),
-            reg,
-            driver,
-            interest,
-            inner,
-        })
+        Ok((driver, reg))
     }
 
     /// The wrapped value.

@@ -18,6 +18,8 @@
 mod async_fd;
 mod guard;
 pub(crate) mod readiness;
+mod register_error;
 
 pub use self::async_fd::AsyncFd;
 pub use self::guard::{AsyncFdReadyGuard, AsyncFdReadyMutGuard, TryIoError};
+pub use self::register_error::AsyncFdRegisterError;
