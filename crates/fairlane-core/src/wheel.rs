@@ -28,7 +28,7 @@
 //! wheel.advance(10, &mut fired);
 //! assert_eq!(fired.len(), 1);
 //! assert!(!wheel.is_pending(soon) && wheel.is_pending(later));
-//! wheel.cancel(later);
+//! drop(wheel.cancel(later));
 //! assert_eq!(wheel.len(), 0);
 //! ```
 //!
@@ -71,7 +71,7 @@ struct Timer {
 /// # let w = core::task::Waker::noop();
 /// let mut wheel = Wheel::new();
 /// let old = wheel.insert(5, w.clone()).unwrap();
-/// wheel.cancel(old);
+/// drop(wheel.cancel(old));
 /// let new = wheel.insert(5, w.clone()).unwrap();
 /// assert!(old != new && !wheel.is_pending(old) && wheel.is_pending(new));
 /// ```
@@ -160,7 +160,7 @@ impl Wheel {
     /// # let w = core::task::Waker::noop();
     /// let mut wheel = Wheel::new();
     /// let key = wheel.insert(5, w.clone()).unwrap();
-    /// wheel.cancel(key);
+    /// drop(wheel.cancel(key));
     /// assert!(wheel.is_empty());
     /// ```
     pub fn is_empty(&self) -> bool {
@@ -219,8 +219,10 @@ impl Wheel {
             .is_some_and(|e| e.generation == key.generation && e.linked)
     }
 
-    /// Replaces the waker of a pending timer; false if it is no longer
-    /// pending.
+    /// Replaces the waker of a pending timer: `Some` with the waker it
+    /// replaced (if it replaced one), `None` if the timer is no longer
+    /// pending. The caller drops the old waker outside any lock it holds:
+    /// a waker's drop may run any code, timers' included.
     ///
     /// # Example
     /// ```
@@ -228,22 +230,25 @@ impl Wheel {
     /// # let w = core::task::Waker::noop();
     /// let mut wheel = Wheel::new();
     /// let key = wheel.insert(5, w.clone()).unwrap();
-    /// assert!(wheel.set_waker(key, w));
-    /// wheel.cancel(key);
-    /// assert!(!wheel.set_waker(key, w));
+    /// assert!(wheel.set_waker(key, w).is_some());
+    /// drop(wheel.cancel(key));
+    /// assert!(wheel.set_waker(key, w).is_none());
     /// ```
-    pub fn set_waker(&mut self, key: TimerKey, waker: &Waker) -> bool {
+    pub fn set_waker(&mut self, key: TimerKey, waker: &Waker) -> Option<Option<Waker>> {
         if !self.is_pending(key) {
-            return false;
+            return None;
         }
         let slot = &mut self.entries[key.index as usize].waker;
-        if !slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
-            *slot = Some(waker.clone());
+        if slot.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            return Some(None);
         }
-        true
+        Some(slot.replace(waker.clone()))
     }
 
-    /// Removes a pending timer; does nothing for one that fired already.
+    /// Removes a pending timer and returns its waker; does nothing (and
+    /// returns `None`) for one that fired already. The caller drops the
+    /// waker outside any lock it holds: a waker's drop may run any code,
+    /// such as dropping a future that cancels another timer.
     ///
     /// # Example
     /// ```
@@ -251,16 +256,21 @@ impl Wheel {
     /// # let w = core::task::Waker::noop();
     /// let mut wheel = Wheel::new();
     /// let key = wheel.insert(5, w.clone()).unwrap();
-    /// wheel.cancel(key);
+    /// assert!(wheel.cancel(key).is_some());
+    /// assert!(wheel.cancel(key).is_none());
     /// let mut fired = Vec::new();
     /// wheel.advance(10, &mut fired);
     /// assert!(fired.is_empty());
     /// ```
-    pub fn cancel(&mut self, key: TimerKey) {
-        if self.is_pending(key) {
-            self.unlink(key.index);
-            self.release(key.index);
+    #[must_use = "drop the waker outside the lock that guards the wheel"]
+    pub fn cancel(&mut self, key: TimerKey) -> Option<Waker> {
+        if !self.is_pending(key) {
+            return None;
         }
+        self.unlink(key.index);
+        let waker = self.entries[key.index as usize].waker.take();
+        self.release(key.index);
+        waker
     }
 
     /// The tick at which the next timer may be due, if any: a lower bound
@@ -459,7 +469,7 @@ mod tests {
         let a = wheel.insert(100, waker(100, &log)).unwrap();
         let _b = wheel.insert(5000, waker(5000, &log)).unwrap();
         let c = wheel.insert(70, waker(70, &log)).unwrap();
-        wheel.cancel(c);
+        drop(wheel.cancel(c));
         assert!(!wheel.is_pending(c));
         fire(&mut wheel, 99);
         assert!(log.lock().unwrap().is_empty());
@@ -467,7 +477,7 @@ mod tests {
         fire(&mut wheel, 100);
         assert_eq!(*log.lock().unwrap(), vec![100]);
         assert!(!wheel.is_pending(a));
-        wheel.cancel(a); // a fired timer: nothing happens
+        assert!(wheel.cancel(a).is_none()); // a fired timer: nothing happens
         fire(&mut wheel, 4999);
         assert_eq!(log.lock().unwrap().len(), 1);
         fire(&mut wheel, 1_000_000);

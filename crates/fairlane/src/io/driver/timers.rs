@@ -139,13 +139,19 @@ impl ProcessorIo {
     /// Removes timer `key` (no effect if it fired).
     pub(crate) fn cancel_timer(&self, key: TimerKey) {
         let mut st = self.lock();
-        st.wheel.cancel(key);
+        let waker = st.wheel.cancel(key);
         self.work
             .set_next_timer(&*st, st.wheel.next_expiration().unwrap_or(NO_TIMER));
+        drop(st);
+        // Dropped unlocked: its drop may drop another timer's future, which
+        // cancels that timer under this lock.
+        drop(waker);
     }
 
     /// Whether timer `key` is still pending; updates its waker if so.
     pub(crate) fn timer_pending(&self, key: TimerKey, waker: &Waker) -> bool {
-        self.lock().wheel.set_waker(key, waker)
+        let replaced = self.lock().wheel.set_waker(key, waker);
+        // The replaced waker is dropped here, unlocked (as in `cancel_timer`).
+        replaced.is_some()
     }
 }
