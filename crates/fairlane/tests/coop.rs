@@ -88,3 +88,33 @@ fn outside_a_processor_the_budget_never_runs_out() {
     });
     assert!(has_budget_remaining());
 }
+
+/// A `block_on` future has a budget per poll, as a task has: spending it
+/// all makes `has_budget_remaining` false, and the next cooperative await
+/// yields (the future is polled again with a new budget) on both flavors.
+#[test]
+fn a_block_on_future_has_a_budget_of_its_own() {
+    for mut builder in [
+        fairlane::runtime::Builder::new_current_thread(),
+        fairlane::runtime::Builder::new_multi_thread(),
+    ] {
+        let rt = builder.worker_threads(1).build().unwrap();
+        let polls = Arc::new(AtomicUsize::new(0));
+        let body = async {
+            assert!(has_budget_remaining());
+            for _ in 0..128 {
+                consume_budget().await;
+            }
+            assert!(!has_budget_remaining());
+            consume_budget().await;
+            assert!(has_budget_remaining(), "a new poll has a new budget");
+        };
+        rt.block_on(CountPolls {
+            future: Box::pin(body),
+            polls: polls.clone(),
+        });
+        assert_eq!(polls.load(Ordering::Relaxed), 2);
+    }
+    // Outside any block_on, no budget again.
+    assert!(has_budget_remaining());
+}

@@ -214,10 +214,11 @@ fn block<F: Future>(
 
 /// Polls the future of a `block_on`, which is no task: `task::try_id` is
 /// `None` inside it, whatever task the thread may be in (a
-/// `block_in_place` closure's).
+/// `block_in_place` closure's). Each poll has a cooperative budget of its
+/// own, as a task's poll has.
 fn poll_outside_tasks<F: Future>(future: Pin<&mut F>, cx: &mut Context<'_>) -> Poll<F::Output> {
     let _no_task = crate::task::id::enter(None);
-    future.poll(cx)
+    crate::task::coop::with_budget(|| future.poll(cx))
 }
 
 /// The polling thread's hold, given back however `block` ends (a

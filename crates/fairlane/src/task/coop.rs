@@ -59,6 +59,20 @@ pub(crate) fn reset() {
     REMAINING.with(|r| r.set(Some(BUDGET)));
 }
 
+/// Runs `f` (a poll of a `block_on` future, which is no task) with a full
+/// budget of its own, as a task poll has; the thread's budget before is
+/// back afterwards, also if `f` panics.
+pub(crate) fn with_budget<R>(f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<u32>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            REMAINING.with(|r| r.set(self.0));
+        }
+    }
+    let _restore = Restore(REMAINING.with(|r| r.replace(Some(BUDGET))));
+    f()
+}
+
 /// The thread stops being a processor: no budget any more.
 pub(crate) fn clear() {
     REMAINING.with(|r| r.set(None));
@@ -100,7 +114,8 @@ pub(crate) async fn proceed() {
 /// if the budget is spent (tokio's `task::consume_budget`). For a loop
 /// whose awaits are always ready and spend no budget of fairlane's (a
 /// tokio channel, a computation), so that it still yields and timeouts
-/// around it can fire. Outside a processor it returns at once.
+/// around it can fire. Outside a task and outside a `block_on` future it
+/// returns at once.
 ///
 /// # Example
 /// ```
@@ -118,7 +133,8 @@ pub async fn consume_budget() {
 }
 
 /// Whether the task polled on this thread has budget left (tokio's
-/// `task::coop::has_budget_remaining`). Always true outside a processor.
+/// `task::coop::has_budget_remaining`). Always true outside a task and
+/// outside a `block_on` future.
 ///
 /// # Example
 /// ```
