@@ -83,3 +83,54 @@ fn dropping_the_runtime_while_entered_by_handle_is_no_misuse() {
     let _guard = handle.enter();
     drop(rt);
 }
+
+fn small_runtime() -> fairlane::Runtime {
+    fairlane::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap()
+}
+
+#[test]
+fn guards_dropped_out_of_order_panic_and_leave_a_clean_thread() {
+    let a = small_runtime();
+    let b = small_runtime();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let first = a.enter();
+        let second = b.enter();
+        drop(first);
+        drop(second);
+    }));
+    let payload = caught.expect_err("an out-of-order drop was accepted");
+    let message = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap();
+    assert!(message.contains("dropped out of order"), "{message}");
+    // Nothing of either runtime stays current, and entering works again.
+    assert!(fairlane::runtime::Handle::try_current().is_err());
+    let c = small_runtime();
+    let guard = c.enter();
+    assert_eq!(fairlane::runtime::Handle::current().id(), c.handle().id());
+    drop(guard);
+    assert!(fairlane::runtime::Handle::try_current().is_err());
+}
+
+#[test]
+fn the_same_runtime_entered_three_times_must_unwind_in_order() {
+    let rt = small_runtime();
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _first = rt.enter();
+        let second = rt.enter();
+        let third = rt.enter();
+        drop(second);
+        drop(third);
+    }));
+    assert!(caught.is_err());
+    assert!(fairlane::runtime::Handle::try_current().is_err());
+    // In order, any depth is fine.
+    let first = rt.enter();
+    let second = rt.enter();
+    drop(second);
+    drop(first);
+}

@@ -2,7 +2,7 @@
 //! `Handle::current` refer to, and whether this thread is driving one
 //! (a processor, or a `block_on`), where a nested `block_on` is refused.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use super::Handle;
 
@@ -38,6 +38,9 @@ enum Role {
 
 thread_local! {
     static CURRENT: RefCell<Option<Context>> = const { RefCell::new(None) };
+    /// How many guards are live on this thread: each guard knows its own
+    /// depth, so one dropped out of order is noticed.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Runs `f` with the current runtime's handle, if there is one.
@@ -105,24 +108,50 @@ pub(crate) fn enter_plain(handle: Handle) -> EnterGuard {
 
 fn set(context: Context) -> EnterGuard {
     let previous = CURRENT.with(|c| c.borrow_mut().replace(context));
+    let depth = DEPTH.with(|d| d.get() + 1);
+    DEPTH.with(|d| d.set(depth));
     EnterGuard {
         previous,
+        depth,
         _not_send: std::marker::PhantomData,
     }
 }
 
 /// Restores the previous context when dropped.
+///
+/// Guards are dropped in the reverse order of their making (each is a
+/// local of the code that made it; `Handle::enter`'s are the user's). One
+/// dropped while a later one is live restores the context before it,
+/// leaves the later ones nothing to restore, and panics (unless the thread
+/// is already panicking), as tokio's guards do: the context the user
+/// meant to be current cannot be known.
 pub(crate) struct EnterGuard {
     previous: Option<Context>,
+    /// The number of live guards on this thread once this one was made.
+    depth: usize,
     _not_send: std::marker::PhantomData<*const ()>,
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
+        let live = DEPTH.with(Cell::get);
+        if self.depth > live {
+            // An earlier guard was dropped out of order and restored the
+            // context before this one; there is nothing left to restore.
+            drop(self.previous.take());
+            return;
+        }
         // Swap outside the borrow, so that dropping the handle we replace
         // cannot observe the thread-local mid-borrow.
         let previous = self.previous.take();
         let ours = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
+        DEPTH.with(|d| d.set(self.depth - 1));
         drop(ours);
+        if self.depth < live && !std::thread::panicking() {
+            panic!(
+                "`EnterGuard` values dropped out of order: the guards `Handle::enter` and \
+                 `Runtime::enter` return must be dropped in the reverse order of their making"
+            );
+        }
     }
 }
