@@ -333,3 +333,34 @@ fn block_in_place_off_a_processor_just_runs() {
     assert_eq!(same, here);
     assert_eq!(fairlane::task::block_in_place(|| 5), 5);
 }
+
+/// `block_in_place` in a `block_on` future (no processor): the closure may
+/// run another runtime's `block_on`, and the outer runtime is current again
+/// afterwards.
+#[test]
+fn block_in_place_in_a_block_on_future_allows_block_on_inside() {
+    for mut outer in [
+        fairlane::runtime::Builder::new_multi_thread(),
+        fairlane::runtime::Builder::new_current_thread(),
+    ] {
+        let outer = outer.worker_threads(1).build().unwrap();
+        let outer_id = outer.handle().id();
+        let current_thread =
+            outer.handle().runtime_flavor() == fairlane::runtime::RuntimeFlavor::CurrentThread;
+        let got = outer.block_on(async move {
+            let inside = std::panic::catch_unwind(|| {
+                fairlane::task::block_in_place(|| {
+                    let inner = fairlane::runtime::Builder::new_current_thread()
+                        .build()
+                        .unwrap();
+                    inner.block_on(async { 5 })
+                })
+            });
+            assert_eq!(fairlane::runtime::Handle::current().id(), outer_id);
+            inside.ok()
+        });
+        // A current-thread runtime's block_on thread is its processor:
+        // block_in_place refuses there, as tokio's does.
+        assert_eq!(got, if current_thread { None } else { Some(5) });
+    }
+}

@@ -51,6 +51,10 @@ pub(crate) fn block_in_place<F: FnOnce() -> R, R>(f: F) -> R {
         context::with_current(|h| h.cluster.host().current_processor().map(|p| (h.clone(), p)))
             .flatten()
     else {
+        // Not a processor: a `block_on` thread (its future is what calls
+        // this) or no runtime's. Only the caller waits for this thread;
+        // while `f` runs it may `block_on`, as a blocking thread may.
+        let _context = context::with_current(Handle::clone).map(context::enter_blocking);
         return f();
     };
     let cluster = handle.cluster.clone();
