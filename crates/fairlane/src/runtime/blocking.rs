@@ -162,7 +162,14 @@ impl BlockingPool {
         state.queue.push_back(job);
         if state.idle > 0 {
             self.work.notify_one();
-        } else if state.threads < self.max_threads {
+        }
+        // Each idle thread takes one queued job when it wakes, and one that
+        // was notified counts as idle until it has woken and taken the lock:
+        // so `idle` alone cannot tell whether this job has a thread. Jobs
+        // beyond the idle threads get a new thread, or one queued behind a
+        // job that runs for long (one that waits for this one) would wait
+        // for it.
+        if state.queue.len() > state.idle && state.threads < self.max_threads {
             let id = state.next_thread;
             state.next_thread += 1;
             state.threads += 1;
