@@ -271,3 +271,29 @@ fn timers_from_everywhere_under_churn() {
         });
     }
 }
+
+/// `Sleep::is_elapsed` is tokio's: false until the sleep was polled (even
+/// with its deadline passed), true once it completed, and true for a polled
+/// sleep whose deadline passed.
+#[test]
+fn is_elapsed_needs_a_poll() {
+    let rt = fairlane::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut past = Box::pin(fairlane::time::sleep_until(fairlane::time::Instant::now()));
+        assert!(!past.is_elapsed());
+        past.as_mut().await;
+        assert!(past.is_elapsed());
+
+        let mut soon = Box::pin(fairlane::time::sleep(std::time::Duration::from_millis(1)));
+        assert!(futures_lite::future::poll_once(soon.as_mut())
+            .await
+            .is_none());
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        assert!(soon.is_elapsed());
+        soon.as_mut()
+            .reset(fairlane::time::Instant::now() + std::time::Duration::from_secs(60));
+        assert!(!soon.is_elapsed());
+    });
+}

@@ -210,15 +210,25 @@ impl Sleep {
         self.deadline
     }
 
-    /// Whether the deadline has passed.
+    /// Whether the sleep has elapsed, as tokio's: it has been polled and
+    /// its deadline has passed since (or it completed). A sleep never
+    /// polled has not elapsed, whatever its deadline.
     ///
     /// # Example
     /// ```
     /// use std::time::Duration;
+    /// # let rt = fairlane::runtime::Builder::new_current_thread().build()?;
+    /// # rt.block_on(async {
     /// assert!(!fairlane::time::sleep(Duration::from_secs(60)).is_elapsed());
+    /// let mut now = std::pin::pin!(fairlane::time::sleep_until(fairlane::time::Instant::now()));
+    /// assert!(!now.is_elapsed(), "not polled yet");
+    /// now.as_mut().await;
+    /// assert!(now.is_elapsed());
+    /// # });
+    /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_elapsed(&self) -> bool {
-        self.elapsed || Instant::now() >= self.deadline
+        self.elapsed || (self.timer.is_some() && Instant::now() >= self.deadline)
     }
 
     /// Moves the deadline (earlier or later); the sleep is pending again
