@@ -4,8 +4,10 @@
 //!
 //! Options (comma-separated, each at most once):
 //! - `flavor = "current_thread"` (`Builder::new_current_thread`: one
-//!   processor, the thread running the function) or `"multi_thread"`
-//!   (`Builder::new_multi_thread`), as tokio spells them. The default is
+//!   processor, the thread running the function), `"multi_thread"`
+//!   (`Builder::new_multi_thread`), or `"local"` (a current-thread runtime
+//!   whose function runs inside a `task::LocalSet`, so that
+//!   `task::spawn_local` works in it), as tokio spells them. The default is
 //!   tokio's: `multi_thread` for `main`, `current_thread` for `test`, and
 //!   `multi_thread` wherever `processors` is given without a flavor.
 //! - `processors = N`: the processors of a multi-thread runtime (default:
@@ -161,6 +163,8 @@ struct Options {
     processors: Option<(usize, Span)>,
     /// The flavor given: `Some(true)` for `current_thread`.
     current_thread: Option<(bool, Span)>,
+    /// `flavor = "local"`: current-thread, the body inside a `LocalSet`.
+    local: bool,
     io_backend: Option<String>,
     start_paused: bool,
     name: Option<String>,
@@ -204,11 +208,15 @@ fn parse_options(args: TokenStream2) -> syn::Result<Options> {
             "flavor" => match str_value(&nv.value)?.as_str() {
                 "multi_thread" => opts.current_thread = Some((false, nv.value.span())),
                 "current_thread" => opts.current_thread = Some((true, nv.value.span())),
+                "local" => {
+                    opts.current_thread = Some((true, nv.value.span()));
+                    opts.local = true;
+                }
                 other => {
                     return Err(syn::Error::new(
                         nv.value.span(),
                         format!(
-                        "unknown flavor `{other}`: expected \"multi_thread\" or \"current_thread\""
+                        "unknown flavor `{other}`: expected \"multi_thread\", \"current_thread\" or \"local\""
                     ),
                     ))
                 }
@@ -351,13 +359,25 @@ fn expand(args: TokenStream2, item: TokenStream2, kind: Kind) -> syn::Result<Tok
     }
     let body = &func.block;
     let span = body.span();
-    let block = quote_spanned! {span=>
-        {
-            let body = async move #body;
-            #builder
-                .build()
-                .expect("failed to build the fairlane runtime")
-                .block_on(body)
+    let block = if opts.local {
+        quote_spanned! {span=>
+            {
+                let body = async move #body;
+                let runtime = #builder
+                    .build()
+                    .expect("failed to build the fairlane runtime");
+                #krate::task::LocalSet::new().block_on(&runtime, body)
+            }
+        }
+    } else {
+        quote_spanned! {span=>
+            {
+                let body = async move #body;
+                #builder
+                    .build()
+                    .expect("failed to build the fairlane runtime")
+                    .block_on(body)
+            }
         }
     };
     func.block = syn::parse2(block)?;
@@ -485,6 +505,18 @@ mod tests {
         .unwrap()
         .to_string();
         assert!(named.contains(". name (\"ingest\")"), "{named}");
+        let local = expand(
+            quote! { flavor = "local" },
+            quote! { async fn t() {} },
+            Kind::Test,
+        )
+        .unwrap()
+        .to_string();
+        assert!(local.contains("new_current_thread ()"), "{local}");
+        assert!(
+            local.contains("LocalSet :: new () . block_on (& runtime , body)"),
+            "{local}"
+        );
         assert!(!out.contains("async fn"), "{out}");
         let test = expand(quote! {}, quote! { async fn t() {} }, Kind::Test)
             .unwrap()
