@@ -84,12 +84,12 @@ async fn a_local_task_spawns_local_tasks() {
     assert_eq!(depth, 20);
 }
 
-#[fairlane::test(processors = 2)]
-async fn a_local_task_is_woken_from_another_thread() {
-    let local = LocalSet::new();
-    let owner = thread::current().id();
-    local
-        .run_until(async move {
+#[test]
+fn a_local_task_is_woken_from_another_thread() {
+    with_deadline("remote-wake", DEADLINE, String::new, || {
+        let rt = common::runtime(2);
+        let local = LocalSet::new();
+        local.block_on(&rt, async move {
             let (tx, rx) = tokio::sync::oneshot::channel::<u32>();
             let (tx2, rx2) = tokio::sync::oneshot::channel::<u32>();
             let here = Rc::new(Cell::new(0));
@@ -114,12 +114,102 @@ async fn a_local_task_is_woken_from_another_thread() {
             let (ran_on, total) = waiter.await.unwrap();
             sender.join().unwrap();
             assert_eq!(total, 42);
+            // The set's tasks run inside whatever drives it: here.
             assert_eq!(ran_on, thread::current().id());
             assert_eq!(here.get(), 40);
-        })
-        .await;
-    // The set's tasks run inside the task driving it: on one thread.
-    let _ = owner;
+        });
+    });
+}
+
+#[test]
+fn many_local_tasks_woken_by_a_runtime_task_all_run() {
+    const TASKS: usize = 500;
+    with_deadline("many-wakes", DEADLINE, String::new, || {
+        let rt = current_thread();
+        let local = LocalSet::new();
+        let woken = Rc::new(Cell::new(0));
+        local.block_on(&rt, async {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+            let sender = fairlane::spawn(async move {
+                let mut senders = Vec::new();
+                for _ in 0..TASKS {
+                    let (one_tx, one_rx) = tokio::sync::oneshot::channel::<()>();
+                    senders.push(one_tx);
+                    tx.send(one_rx).unwrap();
+                }
+                fairlane::time::sleep(Duration::from_millis(5)).await;
+                for one in senders {
+                    one.send(()).unwrap();
+                }
+            });
+            let mut handles = Vec::new();
+            while let Some(one_rx) = rx.recv().await {
+                let woken = Rc::clone(&woken);
+                handles.push(task::spawn_local(async move {
+                    one_rx.await.unwrap();
+                    woken.set(woken.get() + 1);
+                }));
+            }
+            sender.await.unwrap();
+            for h in handles {
+                h.await.unwrap();
+            }
+        });
+        assert_eq!(woken.get(), TASKS);
+    });
+}
+
+#[test]
+fn a_set_kept_in_a_thread_local_is_dropped_with_its_thread() {
+    thread_local! {
+        static LOCAL: LocalSet = LocalSet::new();
+    }
+    let drops = Arc::new(Mutex::new(Vec::new()));
+    let drops2 = Arc::clone(&drops);
+    let thread = thread::spawn(move || {
+        let rt = current_thread();
+        LOCAL.with(|local| {
+            let guard = DropOn(drops2);
+            local.spawn_local(async move {
+                let _guard = guard;
+                std::future::pending::<()>().await
+            });
+            local.block_on(&rt, async {
+                task::spawn_local(async {}).await.unwrap();
+            });
+        });
+        thread::current().id()
+    });
+    let id = thread.join().unwrap();
+    assert_eq!(*drops.lock().unwrap(), [id]);
+}
+
+#[fairlane::test(processors = 2)]
+async fn a_local_task_may_wait_on_spawn_blocking() {
+    let local = LocalSet::new();
+    let here = thread::current().id();
+    let (elsewhere, back) = local
+        .run_until(local.spawn_local(async move {
+            let rc = Rc::new(1);
+            let elsewhere = task::spawn_blocking(|| thread::current().id())
+                .await
+                .unwrap();
+            (elsewhere, thread::current().id() == here && *rc == 1)
+        }))
+        .await
+        .unwrap();
+    assert_ne!(elsewhere, here);
+    assert!(back);
+}
+
+#[fairlane::test(flavor = "current_thread")]
+async fn a_spawn_wakes_a_set_polled_beside_it() {
+    let local = LocalSet::new();
+    let out = tokio::select! {
+        _ = local.run_until(std::future::pending::<()>()) => unreachable!(),
+        out = async { local.spawn_local(async { Rc::new(3) }).await.unwrap() } => out,
+    };
+    assert_eq!(*out, 3);
 }
 
 #[fairlane::test(processors = 2)]
@@ -192,8 +282,7 @@ fn dropping_the_set_drops_unfinished_tasks_on_its_thread() {
     };
     assert!(!parked.is_finished());
     let me = thread::current().id();
-    // Sent to another thread to be dropped: the futures must still be
-    // dropped here, with the set.
+    // Both futures are dropped with the set, here.
     drop(local);
     assert_eq!(*drops.lock().unwrap(), [me, me]);
     assert!(parked.is_finished());

@@ -127,8 +127,17 @@ impl SetContext {
             set: Rc::clone(self),
             polling,
         };
-        EnterGuard {
-            previous: CURRENT.with(|c| c.replace(Some(entered))),
+        // While the thread's locals are being destroyed (a set kept in a
+        // thread-local is dropped with its thread) there is no current set.
+        match CURRENT.try_with(|c| c.replace(Some(entered))) {
+            Ok(previous) => EnterGuard {
+                previous,
+                entered: true,
+            },
+            Err(_) => EnterGuard {
+                previous: None,
+                entered: false,
+            },
         }
     }
 
@@ -146,11 +155,13 @@ impl SetContext {
             let header = Arc::clone(task.header());
             self.tasks.borrow_mut().insert(id, Rc::new(task));
             self.queue.borrow_mut().push_back(header);
-            let polling = CURRENT.with(|c| {
-                c.borrow()
-                    .as_ref()
-                    .is_some_and(|e| e.polling && std::ptr::eq(&*e.set, self))
-            });
+            let polling = CURRENT
+                .try_with(|c| {
+                    c.borrow()
+                        .as_ref()
+                        .is_some_and(|e| e.polling && std::ptr::eq(&*e.set, self))
+                })
+                .unwrap_or(false);
             if !polling {
                 self.shared.wake_owner();
             }
@@ -216,13 +227,17 @@ impl SetContext {
 /// Puts the thread's previous current set back.
 struct EnterGuard {
     previous: Option<Entered>,
+    /// The thread's current set was changed (its locals were still there).
+    entered: bool,
 }
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let ours = CURRENT.with(|c| c.replace(self.previous.take()));
-        // Dropped out of the borrow (it is never the set's last reference:
-        // the guard's set is borrowed from a live `LocalSet`).
+        if !self.entered {
+            return;
+        }
+        let ours = CURRENT.try_with(|c| c.replace(self.previous.take()));
+        // Dropped out of the borrow.
         drop(ours);
     }
 }
