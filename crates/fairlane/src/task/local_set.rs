@@ -525,6 +525,13 @@ impl fmt::Debug for LocalEnterGuard {
 /// assert_eq!(total, 9);
 /// # Ok::<(), std::io::Error>(())
 /// ```
+///
+/// The [`JoinHandle<T>`] is `Send` only if `T` is:
+/// ```compile_fail
+/// let local = fairlane::task::LocalSet::new();
+/// let handle = local.spawn_local(async { std::rc::Rc::new(1) });
+/// std::thread::spawn(move || drop(handle)); // error: `Rc` cannot be sent
+/// ```
 #[track_caller]
 pub fn spawn_local<F>(future: F) -> JoinHandle<F::Output>
 where
