@@ -509,3 +509,40 @@ fn a_handle_of_a_send_output_can_be_awaited_on_another_thread() {
     rt.block_on(&mut local);
     assert_eq!(waiter.join().unwrap().unwrap(), 9);
 }
+
+#[fairlane::test(processors = 1)]
+async fn join_set_and_builder_spawn_local_tasks() {
+    let local = LocalSet::new();
+    local
+        .run_until(async {
+            let mut set = task::JoinSet::new();
+            for i in 0..4 {
+                set.spawn_local(async move {
+                    task::yield_now().await;
+                    *Rc::new(i)
+                });
+            }
+            set.spawn_local(std::future::pending::<i32>());
+            let mut sum = 0;
+            for _ in 0..4 {
+                sum += set.join_next().await.unwrap().unwrap();
+            }
+            assert_eq!(sum, 6);
+            set.abort_all();
+            assert!(set.join_next().await.unwrap().unwrap_err().is_cancelled());
+
+            let named = task::Builder::new()
+                .name("local-worker")
+                .spawn_local(async { panic!("oops") })
+                .unwrap();
+            let err = named.await.unwrap_err();
+            assert!(err.is_panic());
+            assert!(err.to_string().contains("local-worker"), "{err}");
+            let refused = task::Builder::new()
+                .priority(task::Priority::High)
+                .spawn_local(async {})
+                .unwrap_err();
+            assert_eq!(refused.kind(), std::io::ErrorKind::InvalidInput);
+        })
+        .await;
+}

@@ -538,16 +538,25 @@ where
     F: Future + 'static,
     F::Output: 'static,
 {
-    let set = CURRENT
-        .try_with(|c| c.borrow().as_ref().map(|e| Rc::clone(&e.set)))
-        .ok()
-        .flatten();
-    match set {
-        Some(set) => set.spawn(future),
+    match try_spawn_local(future) {
+        Some(handle) => handle,
         None => panic!(
             "fairlane::task::spawn_local called outside a task::LocalSet: call it from a task of \
              a LocalSet, from the future given to LocalSet::run_until or LocalSet::block_on, or \
              while LocalSet::enter's guard is held"
         ),
     }
+}
+
+/// Spawns `future` onto the current set; `None` outside one.
+pub(super) fn try_spawn_local<F>(future: F) -> Option<JoinHandle<F::Output>>
+where
+    F: Future + 'static,
+    F::Output: 'static,
+{
+    let set = CURRENT
+        .try_with(|c| c.borrow().as_ref().map(|e| Rc::clone(&e.set)))
+        .ok()
+        .flatten()?;
+    Some(set.spawn(future))
 }
