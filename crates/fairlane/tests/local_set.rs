@@ -546,3 +546,29 @@ async fn join_set_and_builder_spawn_local_tasks() {
         })
         .await;
 }
+
+#[fairlane::test(flavor = "current_thread")]
+async fn a_set_driven_from_inside_its_own_task_runs_its_other_tasks() {
+    let local = Rc::new(LocalSet::new());
+    let inner = Rc::clone(&local);
+    let out = local
+        .run_until(async move {
+            task::spawn_local(async move {
+                // Drives its own set: the other tasks run, and this one,
+                // woken meanwhile, runs again once this poll is over.
+                let other = inner.spawn_local(async { Rc::new(4) });
+                let got = inner
+                    .run_until(async {
+                        task::yield_now().await;
+                        other.await.unwrap()
+                    })
+                    .await;
+                task::yield_now().await;
+                *got + 1
+            })
+            .await
+            .unwrap()
+        })
+        .await;
+    assert_eq!(out, 5);
+}

@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 pub(crate) use self::task::{Header as LocalHeader, LocalJoin};
-use self::task::{Header, LocalTask};
+use self::task::{Header, LocalTask, Ran};
 use super::id::Id;
 use super::JoinHandle;
 
@@ -190,10 +190,15 @@ impl SetContext {
             let Some(task) = self.tasks.borrow().get(&header.id()).cloned() else {
                 continue;
             };
-            if task.run() {
-                let finished = self.tasks.borrow_mut().remove(&header.id());
-                // Dropped out of the borrow: whatever it drops may spawn.
-                drop(finished);
+            match task.run() {
+                Ran::Pending => {}
+                // Still scheduled: queued again, behind the others.
+                Ran::Busy => self.queue.borrow_mut().push_back(header),
+                Ran::Finished => {
+                    let finished = self.tasks.borrow_mut().remove(&header.id());
+                    // Dropped out of the borrow: whatever it drops may spawn.
+                    drop(finished);
+                }
             }
         }
         !self.queue.borrow().is_empty()

@@ -128,6 +128,16 @@ impl<F: Future> Run for Task<F> {
     }
 }
 
+/// What a turn of a task came to.
+pub(super) enum Ran {
+    /// Polled, and not finished.
+    Pending,
+    /// Being polled further up the stack: still queued.
+    Busy,
+    /// Finished: its future is gone and its output in its slot.
+    Finished,
+}
+
 /// A task as its set owns it.
 pub(super) struct LocalTask {
     header: Arc<Header>,
@@ -168,25 +178,48 @@ impl LocalTask {
     }
 
     /// Its turn, having been taken off a queue: polls it, or ends it if it
-    /// was aborted. True when it has finished.
-    pub(super) fn run(&self) -> bool {
+    /// was aborted.
+    pub(super) fn run(&self) -> Ran {
+        // Already being polled further up this thread's stack: the set is
+        // driven from inside one of its own tasks (`run_until` on a set the
+        // task holds), and this task was woken meanwhile. It stays queued:
+        // it runs again once that poll has returned.
+        let Ok(mut future) = self.future.try_borrow_mut() else {
+            return Ran::Busy;
+        };
         self.header.unschedule();
-        let mut future = self.future.borrow_mut();
         if self.header.aborted.load(Ordering::Acquire) {
             future.as_mut().cancel(&self.header);
-            return true;
+            return Ran::Finished;
         }
         // Its own budget, as every task's poll has, not the budget of the
         // task that polls the set.
         let _budget = coop::fresh_budget();
         let mut cx = Context::from_waker(&self.waker);
-        future.as_mut().poll(&mut cx, &self.header).is_ready()
+        match future.as_mut().poll(&mut cx, &self.header) {
+            Poll::Ready(()) => Ran::Finished,
+            Poll::Pending => Ran::Pending,
+        }
     }
 
     /// Drops the future of a task that has not finished (the set is being
     /// dropped).
     pub(super) fn cancel(&self) {
-        self.future.borrow_mut().as_mut().cancel(&self.header);
+        // Borrowed only by a poll of this task, which cannot be under way:
+        // its set is dropped, so nothing drives it. (Were it so, the drop
+        // below would cancel the task once that poll had let it go.)
+        if let Ok(mut future) = self.future.try_borrow_mut() {
+            future.as_mut().cancel(&self.header);
+        }
+    }
+}
+
+impl Drop for LocalTask {
+    fn drop(&mut self) {
+        // Let go unfinished: its handle must still learn that it ended.
+        if !self.header.is_finished() {
+            self.future.get_mut().as_mut().cancel(&self.header);
+        }
     }
 }
 
