@@ -572,3 +572,45 @@ async fn a_set_driven_from_inside_its_own_task_runs_its_other_tasks() {
         .await;
     assert_eq!(out, 5);
 }
+
+#[test]
+fn a_set_awaited_ends_when_its_last_task_is_aborted_from_another_thread() {
+    with_deadline("remote-abort", DEADLINE, String::new, || {
+        let rt = current_thread();
+        let mut local = LocalSet::new();
+        let drops = Arc::new(Mutex::new(Vec::new()));
+        let guard = DropOn(Arc::clone(&drops));
+        let handle = local.spawn_local(async move {
+            let _guard = guard;
+            let _not_send = Rc::new(());
+            std::future::pending::<()>().await
+        });
+        let abort = handle.abort_handle();
+        let aborter = thread::spawn(move || {
+            thread::sleep(Duration::from_millis(10));
+            abort.abort();
+        });
+        rt.block_on(&mut local);
+        aborter.join().unwrap();
+        assert_eq!(*drops.lock().unwrap(), [thread::current().id()]);
+        assert!(rt.block_on(handle).unwrap_err().is_cancelled());
+    });
+}
+
+#[fairlane::test(flavor = "current_thread")]
+async fn nested_sets_keep_their_tasks_apart() {
+    LocalSet::new()
+        .run_until(async {
+            task::spawn_local(async {
+                let parent = task::id();
+                let child = LocalSet::new()
+                    .run_until(async { task::spawn_local(async { task::id() }).await.unwrap() })
+                    .await;
+                assert_ne!(child, parent);
+                assert_eq!(task::id(), parent);
+            })
+            .await
+            .unwrap();
+        })
+        .await;
+}
