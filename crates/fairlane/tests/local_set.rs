@@ -614,3 +614,104 @@ async fn nested_sets_keep_their_tasks_apart() {
         })
         .await;
 }
+
+/// One local task of the stress test below: waits until `count` reaches
+/// `goal`, registering its waker in `slot`; counts its polls.
+struct Waiter {
+    count: Arc<AtomicUsize>,
+    slot: Arc<Mutex<Option<std::task::Waker>>>,
+    goal: usize,
+    polls: Rc<Cell<usize>>,
+}
+
+impl std::future::Future for Waiter {
+    type Output = ();
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<()> {
+        self.polls.set(self.polls.get() + 1);
+        if self.count.load(Ordering::SeqCst) >= self.goal {
+            return std::task::Poll::Ready(());
+        }
+        *self.slot.lock().unwrap() = Some(cx.waker().clone());
+        // Checked again after publishing the waker: a bump in between wakes it.
+        if self.count.load(Ordering::SeqCst) >= self.goal {
+            return std::task::Poll::Ready(());
+        }
+        std::task::Poll::Pending
+    }
+}
+
+#[test]
+fn wakes_from_many_threads_are_neither_lost_nor_doubled() {
+    const TASKS: usize = 8;
+    const BUMPS: usize = 2_000;
+    with_deadline("many-threads", DEADLINE, String::new, || {
+        let rt = common::runtime(2);
+        let local = LocalSet::new();
+        let wakes = Arc::new(AtomicUsize::new(0));
+        let mut tasks = Vec::new();
+        for _ in 0..TASKS {
+            let count = Arc::new(AtomicUsize::new(0));
+            let slot = Arc::new(Mutex::new(None::<std::task::Waker>));
+            let polls = Rc::new(Cell::new(0));
+            let handle = local.spawn_local(Waiter {
+                count: Arc::clone(&count),
+                slot: Arc::clone(&slot),
+                goal: BUMPS,
+                polls: Rc::clone(&polls),
+            });
+            tasks.push((count, slot, polls, handle));
+        }
+        // Two threads take turns with the tasks: each takes a parked
+        // task's waker, bumps its count and wakes it, so that every wake
+        // must lead to exactly one poll.
+        let bumpers: Vec<_> = (0..2)
+            .map(|_| {
+                let targets: Vec<_> = tasks
+                    .iter()
+                    .map(|(c, s, _, _)| (Arc::clone(c), Arc::clone(s)))
+                    .collect();
+                let wakes = Arc::clone(&wakes);
+                thread::spawn(move || {
+                    let mut done = 0;
+                    while done < BUMPS / 2 * TASKS {
+                        for (count, slot) in &targets {
+                            if done == BUMPS / 2 * TASKS {
+                                break;
+                            }
+                            let Some(waker) = slot.lock().unwrap().take() else {
+                                thread::yield_now();
+                                continue;
+                            };
+                            count.fetch_add(1, Ordering::SeqCst);
+                            wakes.fetch_add(1, Ordering::SeqCst);
+                            waker.wake();
+                            done += 1;
+                        }
+                    }
+                })
+            })
+            .collect();
+        let handles: Vec<_> = tasks.iter_mut().map(|t| t.3.abort_handle()).collect();
+        local.block_on(&rt, async {
+            while !handles.iter().all(|h| h.is_finished()) {
+                task::yield_now().await;
+            }
+        });
+        for b in bumpers {
+            b.join().unwrap();
+        }
+        let polls: usize = tasks.iter().map(|t| t.2.get()).sum();
+        // Each poll but a task's first answers exactly one wake: a task
+        // queued twice for one wake would be polled more often, and a lost
+        // wake would have left a task parked for ever.
+        assert_eq!(wakes.load(Ordering::SeqCst), TASKS * BUMPS);
+        assert_eq!(polls, TASKS + TASKS * BUMPS);
+        for (_, _, _, handle) in tasks {
+            assert!(rt.block_on(handle).is_ok());
+        }
+    });
+}
