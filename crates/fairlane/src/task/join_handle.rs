@@ -15,6 +15,10 @@ use super::{AbortHandle, Id, JoinError};
 /// An owned permission to await a task's output. Dropping it detaches the
 /// task, which runs on.
 ///
+/// The same type serves the runtime's tasks and a
+/// [`LocalSet`](crate::task::LocalSet)'s; it is `Send` and `Sync` when `T`
+/// is `Send`, as tokio's.
+///
 /// # Example
 /// ```
 /// let rt = fairlane::Runtime::builder().processors(1).build()?;
