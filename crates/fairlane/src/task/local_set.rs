@@ -276,6 +276,12 @@ impl Drop for EnterGuard {
 /// assert_eq!(doubled, 10);
 /// # Ok::<(), std::io::Error>(())
 /// ```
+///
+/// A set stays on the thread that made it:
+/// ```compile_fail
+/// let local = fairlane::task::LocalSet::new();
+/// std::thread::spawn(move || drop(local)); // error: `LocalSet` is not `Send`
+/// ```
 pub struct LocalSet {
     context: Rc<SetContext>,
 }
