@@ -479,17 +479,33 @@ async fn local_tasks_have_ids_and_their_own_budget() {
     let local = LocalSet::new();
     local
         .run_until(async {
-            let handle = task::spawn_local(async {
-                // The budget lets a task run; a fresh one for each poll.
-                assert!(task::coop::has_budget_remaining());
-                task::id()
-            });
+            let handle = task::spawn_local(async { task::id() });
             let id = handle.id();
             assert_eq!(handle.await.unwrap(), id);
             let a = task::spawn_local(async {});
             let b = task::spawn_local(async {});
             assert_ne!(a.id(), b.id());
             assert_eq!(a.abort_handle().id(), a.id());
+
+            // A task whose awaits are always ready spends its budget and
+            // yields, though the thread driving the set (a `block_on`) has
+            // none: the other task runs before it is done.
+            let other_ran = Rc::new(Cell::new(false));
+            let spinner = task::spawn_local({
+                let other_ran = Rc::clone(&other_ran);
+                async move {
+                    for _ in 0..10_000 {
+                        task::coop::cooperative(async {}).await;
+                        if other_ran.get() {
+                            return true;
+                        }
+                    }
+                    false
+                }
+            });
+            let other = task::spawn_local(async move { other_ran.set(true) });
+            assert!(spinner.await.unwrap(), "the spinning task never yielded");
+            other.await.unwrap();
         })
         .await;
 }
