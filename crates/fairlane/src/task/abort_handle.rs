@@ -1,7 +1,9 @@
 //! Aborting a task without owning it.
 
 use std::fmt;
+use std::sync::Arc;
 
+use super::local_set::LocalHeader;
 use super::Id;
 
 /// Aborts a task without owning it; see [`JoinHandle::abort_handle`](crate::JoinHandle::abort_handle).
@@ -18,12 +20,21 @@ use super::Id;
 /// ```
 #[derive(Clone)]
 pub struct AbortHandle {
-    pub(super) inner: fairlane_core::AbortHandle,
+    pub(super) inner: AbortInner,
     pub(super) id: Id,
 }
 
+/// Which kind of task the handle aborts.
+#[derive(Clone)]
+pub(super) enum AbortInner {
+    /// A task of the runtime.
+    Runtime(fairlane_core::AbortHandle),
+    /// A task of a [`LocalSet`](super::LocalSet): its shared header.
+    Local(Arc<LocalHeader>),
+}
+
 // An abort is an atomic flag and a wake: nothing a panic could leave
-// half-done (as tokio's `AbortHandle`).
+// half-done (as tokio's `AbortHandle`), for either kind of task.
 impl std::panic::UnwindSafe for AbortHandle {}
 impl std::panic::RefUnwindSafe for AbortHandle {}
 
@@ -39,7 +50,10 @@ impl AbortHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn abort(&self) {
-        self.inner.abort();
+        match &self.inner {
+            AbortInner::Runtime(task) => task.abort(),
+            AbortInner::Local(task) => task.abort(),
+        }
     }
 
     /// Whether the task has finished.
@@ -54,7 +68,10 @@ impl AbortHandle {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.inner.is_finished()
+        match &self.inner {
+            AbortInner::Runtime(task) => task.is_finished(),
+            AbortInner::Local(task) => task.is_finished(),
+        }
     }
 
     /// The task's [`Id`], as [`JoinHandle::id`](crate::JoinHandle::id).

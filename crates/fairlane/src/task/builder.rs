@@ -159,6 +159,89 @@ impl Builder {
         self.spawn_on(future, &handle)
     }
 
+    /// Spawns `future` (which need not be `Send`) onto the current
+    /// [`LocalSet`](crate::task::LocalSet), named.
+    ///
+    /// # Errors
+    /// Outside a `LocalSet`; and with a priority or an affinity, which a
+    /// local task cannot have (it runs inside whatever drives its set), an
+    /// `InvalidInput` error.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let local = fairlane::task::LocalSet::new();
+    /// let err = local.block_on(&rt, async {
+    ///     let task = fairlane::task::Builder::new()
+    ///         .name("parser")
+    ///         .spawn_local(async { panic!("bad input") })?;
+    ///     Ok::<_, std::io::Error>(task.await.unwrap_err())
+    /// })?;
+    /// assert!(err.to_string().contains("parser"));
+    /// assert!(fairlane::task::Builder::new().spawn_local(async {}).is_err());
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_local<F>(self, future: F) -> std::io::Result<JoinHandle<F::Output>>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.refuse_local_options("spawn_local")?;
+        let mut task = super::local_set::try_spawn_local(future).ok_or_else(|| {
+            std::io::Error::other("task::Builder::spawn_local: called outside a task::LocalSet")
+        })?;
+        task.name = self.name;
+        Ok(task)
+    }
+
+    /// Spawns `future` (which need not be `Send`) onto `local`, named; it
+    /// runs when `local` is driven.
+    ///
+    /// # Errors
+    /// As [`spawn_local`](Self::spawn_local), for a priority or an affinity.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let local = fairlane::task::LocalSet::new();
+    /// let task = fairlane::task::Builder::new()
+    ///     .name("ui")
+    ///     .spawn_local_on(async { std::rc::Rc::new(1) }, &local)?;
+    /// assert_eq!(*local.block_on(&rt, task).unwrap(), 1);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_local_on<F>(
+        self,
+        future: F,
+        local: &super::LocalSet,
+    ) -> std::io::Result<JoinHandle<F::Output>>
+    where
+        F: Future + 'static,
+        F::Output: 'static,
+    {
+        self.refuse_local_options("spawn_local_on")?;
+        let mut task = local.spawn_local(future);
+        task.name = self.name;
+        Ok(task)
+    }
+
+    /// A local task has no priority or affinity. (`background` is
+    /// accepted: a graceful shutdown waits for whatever drives the set,
+    /// never for its tasks.)
+    fn refuse_local_options(&self, method: &str) -> std::io::Result<()> {
+        let defaults = fairlane_core::SpawnOptions::default();
+        if self.options.priority == defaults.priority && self.options.affinity.is_none() {
+            return Ok(());
+        }
+        Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "task::Builder::{method}: a local task runs inside whatever drives its LocalSet; \
+                 it can have neither a priority nor an affinity"
+            ),
+        ))
+    }
+
     /// Spawns `future` on the runtime of `handle` with these options.
     ///
     /// # Example

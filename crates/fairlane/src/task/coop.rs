@@ -63,14 +63,26 @@ pub(crate) fn reset() {
 /// budget of its own, as a task poll has; the thread's budget before is
 /// back afterwards, also if `f` panics.
 pub(crate) fn with_budget<R>(f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<u32>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            REMAINING.with(|r| r.set(self.0));
-        }
-    }
-    let _restore = Restore(REMAINING.with(|r| r.replace(Some(BUDGET))));
+    let _budget = fresh_budget();
     f()
+}
+
+/// Gives the thread a full budget until the guard is dropped, then puts the
+/// one before it back: for a task polled inside another task's poll (a
+/// `LocalSet`'s tasks), which must neither spend nor be stopped by the
+/// budget of the task that polls its set.
+pub(crate) fn fresh_budget() -> BudgetGuard {
+    BudgetGuard(REMAINING.with(|r| r.replace(Some(BUDGET))))
+}
+
+/// Puts the budget before [`fresh_budget`] back when dropped (also while
+/// unwinding).
+pub(crate) struct BudgetGuard(Option<u32>);
+
+impl Drop for BudgetGuard {
+    fn drop(&mut self) {
+        REMAINING.with(|r| r.set(self.0));
+    }
 }
 
 /// The thread stops being a processor: no budget any more.

@@ -6,12 +6,18 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
+use super::abort_handle::AbortInner;
 use super::error::Repr;
+use super::local_set::LocalJoin;
 use super::unwind::TaskOutput;
 use super::{AbortHandle, Id, JoinError};
 
 /// An owned permission to await a task's output. Dropping it detaches the
 /// task, which runs on.
+///
+/// The same type serves the runtime's tasks and a
+/// [`LocalSet`](crate::task::LocalSet)'s; it is `Send` and `Sync` when `T`
+/// is `Send`, as tokio's.
 ///
 /// # Example
 /// ```
@@ -21,18 +27,36 @@ use super::{AbortHandle, Id, JoinError};
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct JoinHandle<T> {
-    pub(super) inner: fairlane_core::TaskHandle<TaskOutput<T>, crate::host::StdHost>,
+    pub(super) inner: Inner<T>,
     pub(super) name: Option<Arc<str>>,
     pub(super) id: Id,
 }
 
+/// Which kind of task the handle is for.
+pub(super) enum Inner<T> {
+    /// A task of the runtime, in a task cell of its cluster.
+    Runtime(fairlane_core::TaskHandle<TaskOutput<T>, crate::host::StdHost>),
+    /// A task of a [`LocalSet`](super::LocalSet).
+    Local(LocalJoin<T>),
+}
+
 // A panic while a `JoinHandle` is in use leaves nothing half-changed that a
-// later use could see: its state is the task cell's atomic state word, as
-// tokio's `JoinHandle` (which is unwind-safe too).
+// later use could see: its state is the task cell's atomic state word (or,
+// for a local task, a slot changed in one step under its lock), as tokio's
+// `JoinHandle` (which is unwind-safe too).
 impl<T> std::panic::UnwindSafe for JoinHandle<T> {}
 impl<T> std::panic::RefUnwindSafe for JoinHandle<T> {}
 
 impl<T> JoinHandle<T> {
+    /// The handle of a [`LocalSet`](super::LocalSet)'s task.
+    pub(super) fn local(join: LocalJoin<T>, id: Id) -> Self {
+        JoinHandle {
+            inner: Inner::Local(join),
+            name: None,
+            id,
+        }
+    }
+
     /// Aborts the task: it is not polled again and its future is dropped. A
     /// task that already completed keeps its output; awaiting an aborted one
     /// gives a [`JoinError`] for which `is_cancelled()` holds (`is_panic()`
@@ -47,7 +71,10 @@ impl<T> JoinHandle<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn abort(&self) {
-        self.inner.abort();
+        match &self.inner {
+            Inner::Runtime(task) => task.abort(),
+            Inner::Local(task) => task.header().abort(),
+        }
     }
 
     /// Whether the task has finished: completed, panicked, or been aborted.
@@ -63,7 +90,10 @@ impl<T> JoinHandle<T> {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn is_finished(&self) -> bool {
-        self.inner.is_finished()
+        match &self.inner {
+            Inner::Runtime(task) => task.is_finished(),
+            Inner::Local(task) => task.header().is_finished(),
+        }
     }
 
     /// A handle that can abort the task from anywhere, without owning it.
@@ -79,7 +109,10 @@ impl<T> JoinHandle<T> {
     /// ```
     pub fn abort_handle(&self) -> AbortHandle {
         AbortHandle {
-            inner: self.inner.abort_handle(),
+            inner: match &self.inner {
+                Inner::Runtime(task) => AbortInner::Runtime(task.abort_handle()),
+                Inner::Local(task) => AbortInner::Local(Arc::clone(task.header())),
+            },
             id: self.id,
         }
     }
@@ -106,7 +139,10 @@ impl<T> Future for JoinHandle<T> {
     type Output = Result<T, JoinError>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let out = std::task::ready!(Pin::new(&mut self.inner).poll(cx));
+        let out = std::task::ready!(match &mut self.inner {
+            Inner::Runtime(task) => Pin::new(task).poll(cx),
+            Inner::Local(task) => task.poll(cx),
+        });
         Poll::Ready(match out.map(TaskOutput::into_inner) {
             Some(Ok(value)) => Ok(value),
             Some(Err(panic)) => Err(JoinError::panic(panic, self.name.clone(), self.id)),

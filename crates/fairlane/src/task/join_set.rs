@@ -191,6 +191,61 @@ impl<T> JoinSet<T> {
         self.insert(crate::spawn(future))
     }
 
+    /// Spawns `future` (which need not be `Send`) onto the current
+    /// [`LocalSet`](crate::task::LocalSet), as a task of the set.
+    ///
+    /// # Panics
+    /// Outside a `LocalSet`, as [`spawn_local`](crate::task::spawn_local)
+    /// does.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let local = fairlane::task::LocalSet::new();
+    /// let n = local.block_on(&rt, async {
+    ///     let mut set = fairlane::task::JoinSet::new();
+    ///     for i in 0..3 {
+    ///         set.spawn_local(async move { *std::rc::Rc::new(i) });
+    ///     }
+    ///     let mut n = 0;
+    ///     while let Some(out) = set.join_next().await {
+    ///         n += out.unwrap();
+    ///     }
+    ///     n
+    /// });
+    /// assert_eq!(n, 3);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn spawn_local<F>(&mut self, future: F) -> AbortHandle
+    where
+        F: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        self.insert(crate::task::spawn_local(future))
+    }
+
+    /// Spawns `future` (which need not be `Send`) onto `local`, as a task
+    /// of the set; it runs when `local` is driven.
+    ///
+    /// # Example
+    /// ```
+    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let local = fairlane::task::LocalSet::new();
+    /// let mut set = fairlane::task::JoinSet::new();
+    /// set.spawn_local_on(async { std::rc::Rc::new("here") }, &local);
+    /// let out = local.block_on(&rt, set.join_next()).unwrap().unwrap();
+    /// assert_eq!(*out, "here");
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn spawn_local_on<F>(&mut self, future: F, local: &crate::task::LocalSet) -> AbortHandle
+    where
+        F: Future<Output = T> + 'static,
+        T: 'static,
+    {
+        self.insert(local.spawn_local(future))
+    }
+
     /// Runs `f` on the blocking pool, as a task of the set.
     ///
     /// # Example

@@ -4,6 +4,7 @@ use std::future::Future;
 
 use fairlane_core::AffinityError;
 
+use super::join_handle::Inner;
 use super::unwind::CatchUnwind;
 use super::{Id, JoinHandle};
 use crate::runtime::context;
@@ -54,7 +55,7 @@ where
     F::Output: Send + 'static,
 {
     Ok(JoinHandle {
-        inner: cluster.spawn_cancellable(CatchUnwind::new(future, id), options)?,
+        inner: Inner::Runtime(cluster.spawn_cancellable(CatchUnwind::new(future, id), options)?),
         name: None,
         id,
     })
