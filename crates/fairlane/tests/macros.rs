@@ -106,3 +106,22 @@ mod renamed {
         assert_eq!(other_name::spawn(async { 1 }).await.unwrap(), 1);
     }
 }
+
+/// `flavor = "local"`: the body runs in a `LocalSet` on a current-thread
+/// runtime, so `spawn_local` of a `!Send` future works in it.
+#[fairlane::test(flavor = "local")]
+async fn the_local_flavor_runs_the_body_in_a_local_set() {
+    let shared = std::rc::Rc::new(std::cell::Cell::new(0));
+    let inner = shared.clone();
+    fairlane::task::spawn_local(async move {
+        fairlane::task::yield_now().await;
+        inner.set(inner.get() + 1);
+    })
+    .await
+    .unwrap();
+    assert_eq!(shared.get(), 1);
+    assert_eq!(
+        fairlane::runtime::Handle::current().runtime_flavor(),
+        fairlane::runtime::RuntimeFlavor::CurrentThread
+    );
+}
