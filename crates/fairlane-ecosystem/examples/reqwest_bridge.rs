@@ -1,17 +1,19 @@
 //! What the tokio bridge costs an HTTP client: reqwest requests per second
 //! issued from fairlane tasks through the bridge, against the same client
-//! code on a tokio runtime, on the same local HTTP server (axum on a
-//! fairlane runtime of its own), in alternating rounds.
+//! code on tokio runtimes, on the same local HTTP server (axum on a
+//! fairlane runtime of its own, one processor), in rounds.
 //!
 //! ```sh
 //! cargo run --release -p fairlane-ecosystem --features heavy --example reqwest_bridge -- [THREADS] [ROUNDS]
 //! ```
 //!
-//! THREADS (default 2) is the client runtime's size: fairlane's processors
-//! (plus the bridge's one tokio thread) or tokio's worker threads. Each
-//! round measures both, in turn (the first to go alternates), with a fresh
-//! client; the program prints each round's rates and the ratio
-//! fairlane/tokio, then the median and the spread.
+//! Three clients: fairlane with THREADS processors (default 2) and its
+//! bridge (one tokio thread more, which runs reqwest's connections); tokio
+//! with THREADS worker threads; tokio with THREADS + 1, as many threads as
+//! the first. Each round measures the three in turn, starting with the
+//! next one each round, with a fresh client each time; the program prints
+//! each round's rates and the ratios fairlane/tokio, then the medians and
+//! the spread (smallest and largest ratio).
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -25,6 +27,8 @@ use axum::Router;
 const TASKS: usize = 32;
 const REQUESTS: usize = 100;
 
+type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
+
 fn main() -> std::io::Result<()> {
     let mut args = std::env::args().skip(1);
     let threads: usize = args
@@ -33,6 +37,7 @@ fn main() -> std::io::Result<()> {
     let rounds: usize = args
         .next()
         .map_or(7, |a| a.parse().expect("ROUNDS: a number"));
+    let more = threads + 1;
 
     // The server: its own fairlane runtime, one processor.
     let server_rt = fairlane::Runtime::builder().processors(1).build()?;
@@ -45,56 +50,73 @@ fn main() -> std::io::Result<()> {
     })?;
 
     let fairlane_rt = fairlane::Runtime::builder().processors(threads).build()?;
-    let tokio_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(threads)
-        .enable_all()
-        .build()?;
+    let tokio_rt = |workers| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(workers)
+            .enable_all()
+            .build()
+    };
+    let tokio_same = tokio_rt(threads)?;
+    let tokio_more = tokio_rt(more)?;
+    let on_fairlane = || {
+        fairlane_rt.block_on(load(addr, |f| {
+            let task = fairlane::spawn(f);
+            Box::pin(async move { task.await.expect("a client task failed") })
+        }))
+    };
+    let on_tokio = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(load(addr, |f| {
+            let task = tokio::spawn(f);
+            Box::pin(async move { task.await.expect("a client task failed") })
+        }))
+    };
 
     println!(
-        "reqwest GET http://{addr}/ from {TASKS} tasks x {REQUESTS} requests, \
-         client runtime of {threads} threads, {rounds} rounds"
+        "reqwest GET http://{addr}/ from {TASKS} tasks x {REQUESTS} requests, {rounds} rounds; \
+         clients: fairlane+bridge ({threads} processors and the bridge's tokio thread), \
+         tokio {threads}w ({threads} workers), tokio {more}w ({more} workers)"
     );
-    println!("round  fairlane+bridge req/s  tokio req/s  ratio");
-    let mut ratios = Vec::new();
-    let mut fairlane_rates = Vec::new();
-    let mut tokio_rates = Vec::new();
+    println!("round  fairlane+bridge  tokio {threads}w  tokio {more}w   (req/s)   f/t{threads}w   f/t{more}w");
+    let mut rates: [Vec<f64>; 3] = Default::default();
     for round in 0..rounds {
-        let on_fairlane = || {
-            fairlane_rt.block_on(load(addr, |f| {
-                let task = fairlane::spawn(f);
-                Box::pin(async move { task.await.expect("a client task failed") })
-            }))
-        };
-        let on_tokio = || {
-            tokio_rt.block_on(load(addr, |f| {
-                let task = tokio::spawn(f);
-                Box::pin(async move { task.await.expect("a client task failed") })
-            }))
-        };
-        let (f, t) = if round % 2 == 0 {
-            let f = on_fairlane();
-            (f, on_tokio())
-        } else {
-            let t = on_tokio();
-            (on_fairlane(), t)
-        };
-        println!("{round:>5}  {f:>21.0}  {t:>11.0}  {:.3}", f / t);
-        ratios.push(f / t);
-        fairlane_rates.push(f);
-        tokio_rates.push(t);
+        let mut r = [0.0; 3];
+        for k in 0..3 {
+            let which = (round + k) % 3;
+            r[which] = match which {
+                0 => on_fairlane(),
+                1 => on_tokio(&tokio_same),
+                _ => on_tokio(&tokio_more),
+            };
+        }
+        println!(
+            "{round:>5}  {:>15.0}  {:>8.0}  {:>8.0}             {:>6.3}   {:>6.3}",
+            r[0],
+            r[1],
+            r[2],
+            r[0] / r[1],
+            r[0] / r[2]
+        );
+        for (rate, all) in r.iter().zip(&mut rates) {
+            all.push(*rate);
+        }
     }
     println!(
-        "median: fairlane+bridge {:.0} req/s, tokio {:.0} req/s; ratio {:.3} (min {:.3}, max {:.3})",
-        median(&mut fairlane_rates),
-        median(&mut tokio_rates),
-        median(&mut ratios),
-        ratios.iter().cloned().fold(f64::INFINITY, f64::min),
-        ratios.iter().cloned().fold(0.0, f64::max),
+        "median req/s: fairlane+bridge {:.0}, tokio {threads}w {:.0}, tokio {more}w {:.0}",
+        median(&rates[0]),
+        median(&rates[1]),
+        median(&rates[2]),
     );
+    for (name, tokio) in [(threads, &rates[1]), (more, &rates[2])] {
+        let ratios: Vec<f64> = rates[0].iter().zip(tokio).map(|(f, t)| f / t).collect();
+        let lo = ratios.iter().cloned().fold(f64::INFINITY, f64::min);
+        let hi = ratios.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        println!(
+            "ratio fairlane+bridge / tokio {name}w: median {:.3} (min {lo:.3}, max {hi:.3})",
+            median(&ratios)
+        );
+    }
     Ok(())
 }
-
-type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// One measurement: a fresh client, a warm-up request from each task, then
 /// `TASKS` tasks (started by `spawn`, whose future awaits the task) each
@@ -128,7 +150,8 @@ async fn load(addr: SocketAddr, spawn: impl Fn(BoxFuture<usize>) -> BoxFuture<us
     done as f64 / elapsed.as_secs_f64()
 }
 
-fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    values[values.len() / 2]
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    sorted[sorted.len() / 2]
 }
