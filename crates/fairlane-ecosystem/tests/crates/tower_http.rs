@@ -15,7 +15,7 @@ use crate::common::{assert_on_fairlane_task, serve};
 
 /// Long enough that the fast handler never meets it, even on a loaded
 /// machine; the slow one never answers.
-const TIMEOUT: Duration = Duration::from_secs(1);
+const TIMEOUT: Duration = Duration::from_secs(2);
 
 fn app() -> Router {
     Router::new()
