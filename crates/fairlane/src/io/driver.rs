@@ -306,14 +306,19 @@ impl Driver {
         coop::clear();
     }
 
-    /// The processor engine of the calling thread, if it is one of ours.
+    /// The processor engine of the calling thread, if it is one of ours
+    /// (none while the thread's locals are being destroyed: a runtime kept
+    /// in a thread-local is dropped then).
     pub(crate) fn current(&self) -> Option<Arc<ProcessorIo>> {
-        CURRENT.with(|c| {
-            c.borrow()
-                .as_ref()
-                .filter(|c| c.driver == self.id)
-                .map(|c| c.proc.clone())
-        })
+        CURRENT
+            .try_with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .filter(|c| c.driver == self.id)
+                    .map(|c| c.proc.clone())
+            })
+            .ok()
+            .flatten()
     }
 
     /// An error once the runtime that owns this driver has shut down.

@@ -134,7 +134,11 @@ pub(crate) struct EnterGuard {
 
 impl Drop for EnterGuard {
     fn drop(&mut self) {
-        let live = DEPTH.with(Cell::get);
+        // While the thread's locals are being destroyed there is nothing
+        // left to restore.
+        let Ok(live) = DEPTH.try_with(Cell::get) else {
+            return;
+        };
         if self.depth > live {
             // An earlier guard was dropped out of order and restored the
             // context before this one; there is nothing left to restore.
@@ -144,7 +148,10 @@ impl Drop for EnterGuard {
         // Swap outside the borrow, so that dropping the handle we replace
         // cannot observe the thread-local mid-borrow.
         let previous = self.previous.take();
-        let ours = CURRENT.with(|c| std::mem::replace(&mut *c.borrow_mut(), previous));
+        let ours = CURRENT
+            .try_with(|c| std::mem::replace(&mut *c.borrow_mut(), previous))
+            .ok()
+            .flatten();
         DEPTH.with(|d| d.set(self.depth - 1));
         drop(ours);
         if self.depth < live && !std::thread::panicking() {

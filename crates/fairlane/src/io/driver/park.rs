@@ -169,11 +169,15 @@ impl Driver {
         // `park` (a task woken there is pushed, and p is the sleeper the
         // push wakes), and `park` returns right after waking its tasks: the
         // eventfd write (and the read it completes) would be wasted.
-        let own = CURRENT.with(|c| {
-            c.borrow()
-                .as_ref()
-                .is_some_and(|c| c.driver == self.id && c.proc.index == p)
-        });
+        // Not ours while the thread's locals are being destroyed (a runtime
+        // kept in a thread-local is dropped then, from no processor).
+        let own = CURRENT
+            .try_with(|c| {
+                c.borrow()
+                    .as_ref()
+                    .is_some_and(|c| c.driver == self.id && c.proc.index == p)
+            })
+            .unwrap_or(false);
         if own {
             return;
         }
