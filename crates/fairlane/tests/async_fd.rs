@@ -333,7 +333,17 @@ fn pipe_ends_report_their_closed_sides(backend: IoBackend) {
         assert!(guard.ready().is_writable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_write_closed(), "{:?}", guard.ready());
         drop(r);
+        // A wait reports what its interest asks for, as tokio's: the closed
+        // write side to a wait for writing, the error only to a wait that
+        // asks for errors too.
         let guard = wfd.ready(Interest::WRITABLE).await.unwrap();
+        let ready = guard.ready();
+        assert!(ready.is_write_closed() && !ready.is_error(), "{ready:?}");
+        drop(guard);
+        let guard = wfd
+            .ready(Interest::WRITABLE | Interest::ERROR)
+            .await
+            .unwrap();
         let ready = guard.ready();
         assert!(ready.is_write_closed() && ready.is_error(), "{ready:?}");
     });

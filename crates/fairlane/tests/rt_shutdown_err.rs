@@ -61,3 +61,28 @@ fn other_errors_are_not_shutdown_errors() {
     });
     assert!(!is_rt_shutdown_err(&refused));
 }
+
+#[test]
+fn an_async_fd_of_a_dropped_runtime_fails_its_waits() {
+    use fairlane::io::unix::AsyncFd;
+    for backend in [IoBackend::IoUring, IoBackend::Fallback] {
+        let rt = runtime(backend);
+        let (a, _b) = std::os::unix::net::UnixStream::pair().unwrap();
+        a.set_nonblocking(true).unwrap();
+        let fd = {
+            let _entered = rt.enter();
+            AsyncFd::new(a).unwrap()
+        };
+        drop(rt);
+        // Writable at once, were the runtime there: the wait fails instead.
+        let other = runtime(backend);
+        other.block_on(async {
+            let err = fd.writable().await.unwrap_err();
+            assert!(is_rt_shutdown_err(&err), "{backend:?}: {err}");
+            let err = std::future::poll_fn(|cx| fd.poll_read_ready(cx).map_ok(|_| ()))
+                .await
+                .unwrap_err();
+            assert!(is_rt_shutdown_err(&err), "{backend:?}: {err}");
+        });
+    }
+}

@@ -322,6 +322,32 @@ impl Ready {
         Ready(r)
     }
 
+    /// `self` narrowed to what a wait for `interest` reports, as tokio's
+    /// readiness: readable and read-closed for `READABLE`, writable and
+    /// write-closed for `WRITABLE`, priority and read-closed for
+    /// `PRIORITY`, the error for `ERROR`. Where nothing of that is set
+    /// (the kernel reported only an error to a wait for reading), `self`
+    /// is kept whole: a wait never reports nothing.
+    pub(crate) fn narrowed_to(self, interest: Interest) -> Ready {
+        let mut mask = 0;
+        if interest.is_readable() {
+            mask |= R_READABLE | R_READ_CLOSED;
+        }
+        if interest.is_writable() {
+            mask |= R_WRITABLE | R_WRITE_CLOSED;
+        }
+        if interest.is_priority() {
+            mask |= R_PRIORITY | R_READ_CLOSED;
+        }
+        if interest.is_error() {
+            mask |= R_ERROR;
+        }
+        match self.0 & mask {
+            0 => self,
+            narrowed => Ready(narrowed),
+        }
+    }
+
     /// Whether nothing is set.
     ///
     /// # Example

@@ -406,15 +406,18 @@ impl<T: AsRawFd> AsyncFd<T> {
 
     /// Waits for `interest` (refused with `InvalidInput` if this
     /// `AsyncFd` was not made for it).
+    /// Fails once the runtime has shut down, as every wait then does.
     async fn wait(&self, interest: Interest) -> io::Result<Ready> {
         self.check_interest(interest)?;
-        readiness::wait(
+        self.driver.check_live()?;
+        let ready = readiness::wait(
             &self.driver,
             self.reg.as_ref(),
             self.inner.as_raw_fd(),
             interest,
         )
-        .await
+        .await?;
+        Ok(ready.narrowed_to(interest))
     }
 
     /// Waits until the descriptor is ready for any of `interest` (or has
@@ -595,14 +598,16 @@ impl<T: AsRawFd> AsyncFd<T> {
             Direction::Write => Interest::WRITABLE,
         };
         self.check_interest(interest)?;
-        readiness::poll_wait(
+        self.driver.check_live()?;
+        let ready = std::task::ready!(readiness::poll_wait(
             &self.driver,
             self.reg.as_ref(),
             kept,
             self.inner.as_raw_fd(),
             interest,
             cx,
-        )
+        ))?;
+        Poll::Ready(Ok(ready.narrowed_to(interest)))
     }
 
     /// Polls for read readiness, as tokio's `poll_read_ready`: `Ready`
