@@ -220,6 +220,8 @@ fn dropping_a_pending_wait_is_fine(backend: IoBackend) {
                 .unwrap(),
             1
         );
+        // All of it read: the kept readiness is stale, as with tokio.
+        guard.clear_ready();
         // A wait still pending when the AsyncFd goes.
         let mut readable = Box::pin(fd.readable());
         assert!(poll_once(&mut readable).await.is_none());
@@ -284,10 +286,15 @@ fn ready_reports_what_the_descriptor_has(backend: IoBackend) {
         let fd = AsyncFd::new(a).unwrap();
         let both = Interest::READABLE | Interest::WRITABLE;
         // Writable at once, nothing to read.
-        let guard = fd.ready(both).await.unwrap();
+        let mut guard = fd.ready(both).await.unwrap();
         assert!(guard.ready().is_writable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_readable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_read_closed(), "{:?}", guard.ready());
+        // Kept until cleared: a second wait reports it again at once.
+        drop(guard);
+        let mut guard = fd.ready(Interest::WRITABLE).await.unwrap();
+        assert!(guard.ready().is_writable(), "{:?}", guard.ready());
+        guard.clear_ready();
         {
             let mut readable = std::pin::pin!(fd.ready(Interest::READABLE));
             assert!(poll_once(&mut readable).await.is_none(), "nothing written");
@@ -300,8 +307,9 @@ fn ready_reports_what_the_descriptor_has(backend: IoBackend) {
             assert!(!guard.is_ready());
         }
         // Both at once; then the peer goes: the read side is closed.
-        let guard = fd.ready(both).await.unwrap();
+        let mut guard = fd.ready(both).await.unwrap();
         assert!(guard.ready().is_readable() && guard.ready().is_writable());
+        guard.clear_ready();
         drop(b);
         let guard = fd.ready(Interest::READABLE).await.unwrap();
         assert!(guard.ready().is_read_closed(), "{:?}", guard.ready());
@@ -329,9 +337,10 @@ fn pipe_ends_report_their_closed_sides(backend: IoBackend) {
         // The reader goes: the writer sees an error, its write side closed.
         let (r, w) = pipe(libc::O_NONBLOCK);
         let wfd = AsyncFd::with_interest(w, Interest::WRITABLE).unwrap();
-        let guard = wfd.ready(Interest::WRITABLE).await.unwrap();
+        let mut guard = wfd.ready(Interest::WRITABLE).await.unwrap();
         assert!(guard.ready().is_writable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_write_closed(), "{:?}", guard.ready());
+        guard.clear_ready();
         drop(r);
         // A wait reports what its interest asks for, as tokio's: the closed
         // write side to a wait for writing, the error only to a wait that
@@ -508,12 +517,13 @@ fn a_wait_for_both_directions_ends_on_either(backend: IoBackend) {
         };
         let mut b2 = b.try_clone().unwrap();
         let writer = later(Box::new(move || b2.write_all(b"x").unwrap()));
-        let guard = fd.ready(both).await.unwrap();
+        let mut guard = fd.ready(both).await.unwrap();
         assert!(guard.ready().is_readable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_writable(), "{:?}", guard.ready());
         writer.join().unwrap();
         let mut one = [0u8; 1];
         assert_eq!(fd.get_ref().read(&mut one).unwrap(), 1);
+        guard.clear_ready();
         // A clone drains, so the peer stays open (a hang-up would also
         // make `a` readable) until the checks are done.
         let mut b3 = b.try_clone().unwrap();
@@ -604,8 +614,10 @@ fn poll_write_ready_waits_for_room(backend: IoBackend) {
         let (mut r, w) = pipe(libc::O_NONBLOCK);
         let fd = AsyncFd::new(w).unwrap();
         {
-            let guard = poll_fn(|cx| fd.poll_write_ready(cx)).await.unwrap();
+            let mut guard = poll_fn(|cx| fd.poll_write_ready(cx)).await.unwrap();
             assert!(guard.ready().is_writable(), "{:?}", guard.ready());
+            // About to fill it: the readiness will be stale.
+            guard.clear_ready();
         }
         let written = fill(fd.get_ref());
         let mut ready = std::pin::pin!(poll_fn(|cx| fd.poll_write_ready(cx).map_ok(|g| g.ready())));

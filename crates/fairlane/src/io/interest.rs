@@ -322,13 +322,9 @@ impl Ready {
         Ready(r)
     }
 
-    /// `self` narrowed to what a wait for `interest` reports, as tokio's
-    /// readiness: readable and read-closed for `READABLE`, writable and
-    /// write-closed for `WRITABLE`, priority and read-closed for
-    /// `PRIORITY`, the error for `ERROR`. Where nothing of that is set
-    /// (the kernel reported only an error to a wait for reading), `self`
-    /// is kept whole: a wait never reports nothing.
-    pub(crate) fn narrowed_to(self, interest: Interest) -> Ready {
+    /// The kinds of readiness a wait for `interest` reports (see
+    /// [`narrowed_to`](Self::narrowed_to)).
+    pub(crate) fn for_interest(interest: Interest) -> Ready {
         let mut mask = 0;
         if interest.is_readable() {
             mask |= R_READABLE | R_READ_CLOSED;
@@ -342,7 +338,25 @@ impl Ready {
         if interest.is_error() {
             mask |= R_ERROR;
         }
-        match self.0 & mask {
+        Ready(mask)
+    }
+
+    pub(crate) fn bits(self) -> u8 {
+        self.0
+    }
+
+    pub(crate) fn from_bits(bits: u8) -> Ready {
+        Ready(bits & Ready::ALL.0)
+    }
+
+    /// `self` narrowed to what a wait for `interest` reports, as tokio's
+    /// readiness: readable and read-closed for `READABLE`, writable and
+    /// write-closed for `WRITABLE`, priority and read-closed for
+    /// `PRIORITY`, the error for `ERROR`. Where nothing of that is set
+    /// (the kernel reported only an error to a wait for reading), `self`
+    /// is kept whole: a wait never reports nothing.
+    pub(crate) fn narrowed_to(self, interest: Interest) -> Ready {
+        match self.0 & Ready::for_interest(interest).0 {
             0 => self,
             narrowed => Ready(narrowed),
         }

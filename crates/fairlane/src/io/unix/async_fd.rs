@@ -3,6 +3,7 @@
 use std::fmt;
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
@@ -31,11 +32,12 @@ use super::AsyncFdRegisterError;
 /// files). Dropping the `AsyncFd` drops `T` (closing the descriptor if `T`
 /// owns it); [`into_inner`](Self::into_inner) gives `T` back.
 ///
-/// Readiness is not cached: each wait asks the descriptor itself, so a
-/// wait after [`clear_ready`](AsyncFdReadyGuard::clear_ready) returns at
-/// once if the descriptor is still ready (for example, when `try_io` read
-/// only part of what is there), and otherwise waits for the descriptor to
-/// become ready.
+/// Readiness is kept, as tokio keeps it: what a wait reported stays until
+/// it is cleared ([`clear_ready`](AsyncFdReadyGuard::clear_ready), or a
+/// `try_io` that returned `WouldBlock`), so a second wait returns at once
+/// with it, even if the I/O in between drained the descriptor; the I/O
+/// then finds `WouldBlock`, which clears it, and the next wait asks the
+/// descriptor again.
 ///
 /// For implementations of `AsyncRead`/`AsyncWrite`, the poll-based waits
 /// [`poll_read_ready`](Self::poll_read_ready) and
@@ -79,6 +81,12 @@ pub struct AsyncFd<T: AsRawFd> {
     driver: Arc<Driver>,
     /// What this `AsyncFd` may wait for (errors always).
     interest: Interest,
+    /// The readiness waits reported and nothing has cleared yet (`Ready`'s
+    /// bits). `Relaxed`: it is a hint for the next wait, never the only
+    /// record of an event: a wait that finds nothing here asks the
+    /// descriptor, so a bit cleared or set a little late costs at most
+    /// one `WouldBlock` or one system call, never a missed readiness.
+    cached: AtomicU8,
     inner: T,
 }
 
@@ -175,6 +183,7 @@ impl<T: AsRawFd> AsyncFd<T> {
         match AsyncFd::watch(&inner, interest) {
             Ok((driver, reg)) => Ok(AsyncFd {
                 kept: Mutex::new([None, None]),
+                cached: AtomicU8::new(0),
                 reg,
                 driver,
                 interest,
@@ -330,15 +339,16 @@ impl<T: AsRawFd> AsyncFd<T> {
         inner
     }
 
-    /// Runs the I/O `f` on the wrapped value without waiting; its result,
-    /// `WouldBlock` included. tokio clears its cached readiness for
-    /// `interest` on `WouldBlock`; fairlane keeps none (each wait asks the
-    /// descriptor itself), so the next [`ready`](Self::ready) waits as it
-    /// should.
+    /// Runs the I/O `f` on the wrapped value without waiting, if the
+    /// descriptor is ready for `interest`, as tokio's: the kept readiness
+    /// says so, or, where none is kept, the descriptor itself (a `poll`
+    /// that does not wait). Not ready: `WouldBlock` without running `f`.
+    /// An `f` that returns `WouldBlock` clears the kept readiness for
+    /// `interest`.
     ///
     /// # Errors
     /// `InvalidInput` if `interest` names something this `AsyncFd` was not
-    /// made for; else `f`'s.
+    /// made for; `WouldBlock` if it is not ready; else `f`'s.
     ///
     /// # Example
     /// ```
@@ -360,7 +370,10 @@ impl<T: AsRawFd> AsyncFd<T> {
         f: impl FnOnce(&T) -> io::Result<R>,
     ) -> io::Result<R> {
         self.check_interest(interest)?;
-        f(&self.inner)
+        self.ready_now(interest)?;
+        let result = f(&self.inner);
+        self.clear_on_would_block(interest, &result);
+        result
     }
 
     /// As [`try_io`](Self::try_io), with the wrapped value borrowed
@@ -385,7 +398,55 @@ impl<T: AsRawFd> AsyncFd<T> {
         f: impl FnOnce(&mut T) -> io::Result<R>,
     ) -> io::Result<R> {
         self.check_interest(interest)?;
-        f(&mut self.inner)
+        self.ready_now(interest)?;
+        let result = f(&mut self.inner);
+        self.clear_on_would_block(interest, &result);
+        result
+    }
+
+    /// The kept readiness for `interest`, refreshed from the descriptor
+    /// (a `poll` that does not wait) where none is kept; `WouldBlock` if
+    /// it is not ready.
+    fn ready_now(&self, interest: Interest) -> io::Result<Ready> {
+        let kept = self.kept_for(interest);
+        if !kept.is_empty() {
+            return Ok(kept);
+        }
+        let mut pfd = libc::pollfd {
+            fd: self.inner.as_raw_fd(),
+            events: interest.poll_events(),
+            revents: 0,
+        };
+        // SAFETY: one live `pollfd` for one descriptor; a zero timeout.
+        cvt(unsafe { libc::poll(&mut pfd, 1, 0) })?;
+        self.keep(Ready::from_revents(pfd.revents as u16 as u32));
+        let now = self.kept_for(interest);
+        if now.is_empty() {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        Ok(now)
+    }
+
+    fn clear_on_would_block<R>(&self, interest: Interest, result: &io::Result<R>) {
+        if matches!(result, Err(e) if e.kind() == io::ErrorKind::WouldBlock) {
+            self.clear_kept(Ready::for_interest(interest));
+        }
+    }
+
+    /// The kept readiness a wait for `interest` would report.
+    fn kept_for(&self, interest: Interest) -> Ready {
+        Ready::from_bits(self.cached.load(Ordering::Relaxed) & Ready::for_interest(interest).bits())
+    }
+
+    /// Keeps `ready` (what a wait or a `poll` reported).
+    fn keep(&self, ready: Ready) {
+        self.cached.fetch_or(ready.bits(), Ordering::Relaxed);
+    }
+
+    /// Forgets the kept readiness of the kinds in `ready` (a guard
+    /// cleared it, or the I/O would block).
+    pub(super) fn clear_kept(&self, ready: Ready) {
+        self.cached.fetch_and(!ready.bits(), Ordering::Relaxed);
     }
 
     /// `InvalidInput` if this `AsyncFd` was not made for `interest`.
@@ -410,6 +471,10 @@ impl<T: AsRawFd> AsyncFd<T> {
     async fn wait(&self, interest: Interest) -> io::Result<Ready> {
         self.check_interest(interest)?;
         self.driver.check_live()?;
+        let kept = self.kept_for(interest);
+        if !kept.is_empty() {
+            return Ok(kept);
+        }
         let ready = readiness::wait(
             &self.driver,
             self.reg.as_ref(),
@@ -417,6 +482,7 @@ impl<T: AsRawFd> AsyncFd<T> {
             interest,
         )
         .await?;
+        self.keep(ready);
         Ok(ready.narrowed_to(interest))
     }
 
@@ -599,6 +665,10 @@ impl<T: AsRawFd> AsyncFd<T> {
         };
         self.check_interest(interest)?;
         self.driver.check_live()?;
+        let held = self.kept_for(interest);
+        if !held.is_empty() {
+            return Poll::Ready(Ok(held));
+        }
         let ready = std::task::ready!(readiness::poll_wait(
             &self.driver,
             self.reg.as_ref(),
@@ -607,6 +677,7 @@ impl<T: AsRawFd> AsyncFd<T> {
             interest,
             cx,
         ))?;
+        self.keep(ready);
         Poll::Ready(Ok(ready.narrowed_to(interest)))
     }
 
@@ -626,8 +697,9 @@ impl<T: AsRawFd> AsyncFd<T> {
     /// which cancels it; a caller that stops polling leaks nothing. An
     /// armed wait is I/O in flight for the paused test clock, which then
     /// does not move on its own (see `time::pause`). As with every wait,
-    /// readiness is not cached: it is what the descriptor reported, and
-    /// may be gone by the time the I/O runs (`try_io` then clears it).
+    /// readiness is kept until cleared (see [`AsyncFd`]): it is what the
+    /// descriptor reported, and may be gone by the time the I/O runs
+    /// (`try_io` then clears it).
     ///
     /// # Errors
     /// `InvalidInput` for an `AsyncFd` made without

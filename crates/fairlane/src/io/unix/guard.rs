@@ -14,10 +14,8 @@ use super::AsyncFd;
 macro_rules! readiness_methods {
     ($guard:ident, $wait:ident, $ready:ident) => {
         /// Records that the descriptor is no longer ready (the I/O returned
-        /// `WouldBlock`): the next wait waits for new readiness. fairlane
-        /// caches no readiness (each wait asks the descriptor), so clearing
-        /// is never needed for correctness; it keeps tokio's loop shape
-        /// working.
+        /// `WouldBlock`): the readiness this guard holds is forgotten by the
+        /// `AsyncFd` too, and the next wait asks the descriptor again.
         ///
         /// # Example
         /// ```
@@ -31,6 +29,7 @@ macro_rules! readiness_methods {
         )]
         /// ```
         pub fn clear_ready(&mut self) {
+            self.async_fd.clear_kept(self.ready);
             self.ready = Ready::EMPTY;
         }
 
@@ -51,6 +50,7 @@ macro_rules! readiness_methods {
         )]
         /// ```
         pub fn clear_ready_matching(&mut self, ready: Ready) {
+            self.async_fd.clear_kept(ready & self.ready);
             self.ready = self.ready - ready;
         }
 
@@ -143,7 +143,8 @@ impl<'a, T: AsRawFd> AsyncFdReadyGuard<'a, T> {
         &mut self,
         f: impl FnOnce(&'a AsyncFd<T>) -> io::Result<R>,
     ) -> Result<io::Result<R>, TryIoError> {
-        settle(&mut self.ready, f(self.async_fd))
+        let result = f(self.async_fd);
+        settle(self, result)
     }
 
     /// The [`AsyncFd`] this guard is for.
@@ -215,7 +216,8 @@ impl<T: AsRawFd> AsyncFdReadyMutGuard<'_, T> {
         &mut self,
         f: impl FnOnce(&mut AsyncFd<T>) -> io::Result<R>,
     ) -> Result<io::Result<R>, TryIoError> {
-        settle(&mut self.ready, f(self.async_fd))
+        let result = f(self.async_fd);
+        settle(self, result)
     }
 
     /// The [`AsyncFd`] this guard is for.
@@ -257,13 +259,35 @@ impl<T: AsRawFd + fmt::Debug> fmt::Debug for AsyncFdReadyMutGuard<'_, T> {
 
 /// A guard's `try_io` outcome: `WouldBlock` clears the readiness and
 /// becomes [`TryIoError`].
-fn settle<R>(ready: &mut Ready, result: io::Result<R>) -> Result<io::Result<R>, TryIoError> {
+/// A guard's `try_io` result: `WouldBlock` clears the guard's readiness
+/// (and the `AsyncFd`'s kept readiness of those kinds).
+fn settle<G: ClearReady, R>(
+    guard: &mut G,
+    result: io::Result<R>,
+) -> Result<io::Result<R>, TryIoError> {
     match result {
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-            *ready = Ready::EMPTY;
+            guard.clear();
             Err(TryIoError(()))
         }
         result => Ok(result),
+    }
+}
+
+/// Both guards' `clear_ready`, for `settle`.
+trait ClearReady {
+    fn clear(&mut self);
+}
+
+impl<T: AsRawFd> ClearReady for AsyncFdReadyGuard<'_, T> {
+    fn clear(&mut self) {
+        self.clear_ready();
+    }
+}
+
+impl<T: AsRawFd> ClearReady for AsyncFdReadyMutGuard<'_, T> {
+    fn clear(&mut self) {
+        self.clear_ready();
     }
 }
 
