@@ -286,12 +286,12 @@ fn ready_reports_what_the_descriptor_has(backend: IoBackend) {
         let fd = AsyncFd::new(a).unwrap();
         let both = Interest::READABLE | Interest::WRITABLE;
         // Writable at once, nothing to read.
-        let mut guard = fd.ready(both).await.unwrap();
+        let guard = fd.ready(both).await.unwrap();
         assert!(guard.ready().is_writable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_readable(), "{:?}", guard.ready());
         assert!(!guard.ready().is_read_closed(), "{:?}", guard.ready());
         // Kept until cleared: a second wait reports it again at once.
-        drop(guard);
+        guard.retain_ready();
         let mut guard = fd.ready(Interest::WRITABLE).await.unwrap();
         assert!(guard.ready().is_writable(), "{:?}", guard.ready());
         guard.clear_ready();
@@ -348,7 +348,7 @@ fn pipe_ends_report_their_closed_sides(backend: IoBackend) {
         let guard = wfd.ready(Interest::WRITABLE).await.unwrap();
         let ready = guard.ready();
         assert!(ready.is_write_closed() && !ready.is_error(), "{ready:?}");
-        drop(guard);
+        guard.retain_ready();
         let guard = wfd
             .ready(Interest::WRITABLE | Interest::ERROR)
             .await

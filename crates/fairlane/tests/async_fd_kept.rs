@@ -34,10 +34,10 @@ fn readiness_stays_until_cleared() {
             let (fd, mut peer) = pair();
             peer.write_all(b"0").unwrap();
             let mut guard = fd.readable().await.unwrap();
-            (&*fd.get_ref()).read_exact(&mut [0]).unwrap();
+            fd.get_ref().read_exact(&mut [0]).unwrap();
             // Drained, but not cleared: a wait still reports it.
             let _ = guard.try_io(|_| Ok(()));
-            drop(fd.readable().await.unwrap());
+            let _ = fd.readable().await.unwrap();
             // Cleared by a try_io that would block: the next wait waits.
             let _ = guard.try_io(|_| std::io::Result::<()>::Err(ErrorKind::WouldBlock.into()));
             let mut readable = Box::pin(fd.readable());
