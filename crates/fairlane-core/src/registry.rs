@@ -13,8 +13,8 @@
 //!   dropped ([`RegistrySlot`]'s `drop` unlinks it, finding its shard
 //!   through the metadata), so before the task (and the state in it) can
 //!   be freed: every node reachable from a shard's `head` under its lock
-//!   is alive. The task's own waker is given up after the removal, so it
-//!   never keeps a finished task allocated.
+//!   is alive. The task's reference on itself is given up after the
+//!   removal, so it never keeps a finished task allocated.
 //! - A task stays in the registry of the cluster that spawned it even if
 //!   it moves (`Executor::migrate_current`): a graceful shutdown counts the
 //!   clusters one after the other, and a task on the move could slip past
@@ -97,7 +97,6 @@ impl TaskState {
             links: UnsafeCell::new(Links::default()),
         }
     }
-
 }
 
 pub(crate) type Registry = SpinLock<Shard>;

@@ -52,14 +52,13 @@ pub(crate) const NO_PROCESSOR: u32 = u32::MAX;
 /// #     fn unpark(&self, _: usize) {}
 /// # }
 /// ```
-///
-/// Small on purpose: the cell's header (this and the state word, the
-/// vtable and the join handle's waker) and a boxed future with the std
-/// runtime's wrappers fit in one pair of cache lines
-/// (`a_boxed_future_fits_one_pair_of_cache_lines`). What few tasks need is
-/// out of line ([`Rare`]), and the task's reference on itself is a flag
-/// (`TaskState::own_ref`), not a stored waker.
 pub struct TaskMeta<H: Host> {
+    // Small on purpose: the cell's header (this, the state word, the vtable
+    // and the join handle's waker) and a boxed future with the std
+    // runtime's wrappers fit in one pair of cache lines
+    // (`a_boxed_future_fits_one_pair_of_cache_lines`). What few tasks need
+    // is out of line (`Rare`), and the task's reference on itself is a flag
+    // (`TaskState::own_ref`), not a stored waker.
     /// The task's cluster, for the schedule function.
     ///
     /// Changed only by the task itself, while it runs
@@ -258,11 +257,7 @@ impl<H: Host> TaskMeta<H> {
         // SAFETY: `state` is that field of a `TaskMeta<H>`, with the cell's
         // provenance: this is the metadata's address, in the same
         // allocation.
-        unsafe {
-            state
-                .byte_sub(core::mem::offset_of!(Self, state))
-                .cast()
-        }
+        unsafe { state.byte_sub(core::mem::offset_of!(Self, state)).cast() }
     }
 
     /// Makes the task hold a reference on itself, until its future is

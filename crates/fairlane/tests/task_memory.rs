@@ -173,7 +173,10 @@ fn a_parked_boxed_task_costs_no_more_than_on_tokio() {
             f.per_task, f.boxed, f.cell
         );
     }
-    assert_eq!(one.cell, 128, "a boxed future's task cell outgrew 128 bytes");
+    assert_eq!(
+        one.cell, 128,
+        "a boxed future's task cell outgrew 128 bytes"
+    );
     assert!(
         one.per_task <= tokio.per_task && two.per_task <= tokio.per_task,
         "a parked task costs fairlane more than tokio: {one:?} {two:?} > {tokio:?}"
