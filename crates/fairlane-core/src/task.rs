@@ -145,7 +145,7 @@ impl<H: Host> TaskMeta<H> {
         unsafe { &*self.cluster.get() }
     }
 
-    /// The task's out-of-line part, made if it has none yet.
+    /// The task's out-of-line part (`None` until first needed).
     ///
     /// # Safety
     /// Only by the holder of the task's runnable (or while polling the
