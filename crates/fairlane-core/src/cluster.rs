@@ -7,16 +7,15 @@
 use alloc::vec::Vec;
 use core::future::Future;
 use core::pin::Pin;
-use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 
 use crossbeam_utils::CachePadded;
 
 use alloc::sync::Arc;
 
-use crate::registry::{Registry, RegistryPlace, RegistrySlot, Shard, TaskState};
+use crate::registry::{Registry, RegistrySlot, Shard};
 use crate::scheduler::Scheduler;
-use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
+use crate::sync::{AtomicBool, Ordering, SpinLock};
 use crate::task::raw::{self, Runnable};
 use crate::task::{
     schedule_restricted, AffinityError, Cancellable, NoCancelOutput, SpawnOptions, Supervised,
@@ -308,28 +307,19 @@ impl<H: Host> Executor<H> {
         if !core::ptr::eq(&**meta.cluster(), self) {
             return Err(AffinityError::NotInTask);
         }
-        meta.affinity.lock().with(|a| *a = None);
-        meta.restricted.store(false, Ordering::Relaxed);
         meta.preferred.store(NO_PROCESSOR, Ordering::Relaxed);
         // SAFETY: we are polling the task (see `current_meta`), so neither
         // `schedule` nor the drop of its future can run for it now (see
-        // `TaskMeta::cluster` and `TaskMeta::registration`). Whatever `Arc`
-        // is dropped here, this thread is inside `self.run_processor`, whose
+        // `TaskMeta::cluster` and `TaskMeta::rare`). Whatever `Arc` is
+        // dropped here, this thread is inside `self.run_processor`, whose
         // borrow keeps `self` alive.
-        let (old, reg) = unsafe {
-            (
-                core::mem::replace(&mut *meta.cluster.get(), target.clone()),
-                &mut *meta.registration.get(),
-            )
-        };
-        // The task stays in its registry: a graceful shutdown counts the
-        // clusters one after the other, and a task on the move could slip
-        // past both counts. So the task keeps that cluster alive.
-        match &reg.spawned_in {
-            None if !Arc::ptr_eq(&old, target) => reg.spawned_in = Some(old),
-            None => drop(old),
-            Some(home) if Arc::ptr_eq(home, target) => reg.spawned_in = None,
-            Some(_) => drop(old),
+        unsafe {
+            meta.set_affinity(None);
+            let old = core::mem::replace(&mut *meta.cluster.get(), target.clone());
+            // The task stays in its registry: a graceful shutdown counts the
+            // clusters one after the other, and a task on the move could
+            // slip past both counts. So the task keeps that cluster alive.
+            meta.moved(old, target);
         }
         Ok(())
     }
@@ -385,9 +375,8 @@ impl<H: Host> Executor<H> {
                 return Err(AffinityError::WithPriority);
             }
         }
-        let restricted = allowed.is_some();
-        meta.affinity.lock().with(|a| *a = allowed);
-        meta.restricted.store(restricted, Ordering::Relaxed);
+        // SAFETY: we are polling the task (see `current_meta`).
+        unsafe { meta.set_affinity(allowed) };
         Ok(())
     }
 
@@ -529,34 +518,22 @@ impl<H: Host> Executor<H> {
             .host()
             .current_processor()
             .unwrap_or(self.capacity());
-        let meta = TaskMeta {
-            preferred: AtomicU32::new(NO_PROCESSOR),
-            priority,
-            restricted: AtomicBool::new(affinity.is_some()),
-            affinity: SpinLock::new(affinity),
-            cluster: core::cell::UnsafeCell::new(self.clone()),
-            state: TaskState::new(background),
-            registration: core::cell::UnsafeCell::new(RegistryPlace { spawned_in: None }),
-        };
+        let meta = TaskMeta::new(self.clone(), priority, affinity, background);
         // `meta` stays put in the task's allocation, which outlives the
         // future.
         let (runnable, task) = raw::spawn(meta, move |meta| Supervised {
             future,
-            slot: RegistrySlot {
-                meta: NonNull::from(meta),
-            },
+            slot: RegistrySlot { meta },
         });
-        let meta = runnable.metadata();
-        meta.state
-            .waker
-            .lock()
-            .with(|w| *w = Some(runnable.waker()));
+        TaskMeta::hold_own_ref(&runnable);
+        // SAFETY: the runnable holds a reference on the cell.
+        let state = unsafe { TaskMeta::state_ptr(raw::Header::meta_ptr(runnable.ptr)) };
         // SAFETY: under the shard's lock; the state is in the task's own
         // allocation, in no list yet, and `RegistrySlot::drop` takes it out
-        // before the task can be freed.
+        // before the task can be freed. It has the cell's provenance.
         self.registry[shard]
             .lock()
-            .with(|list| unsafe { list.insert(&meta.state, shard) });
+            .with(|list| unsafe { list.insert(state, shard) });
         if self.is_shut_down() {
             // Not a wake: the spawner can take the drop here, and learns at
             // once that the cluster is closed (its handle is finished). A
@@ -861,8 +838,17 @@ impl<H: Host> Executor<H> {
             let live: Vec<Waker> = shard.lock().with(|shard| {
                 let mut live = Vec::new();
                 shard.for_each(|state| {
-                    state.aborted.store(true, Ordering::Release);
-                    live.extend(state.waker.lock().with(|w| w.clone()));
+                    // SAFETY: listed, so alive under the lock we hold (see
+                    // `registry.rs`); inserted with its cell's provenance
+                    // (`spawn_cancellable`), so the metadata's pointer has
+                    // it too.
+                    let meta = unsafe { TaskMeta::<H>::from_state(state) };
+                    // SAFETY: as above.
+                    unsafe { state.as_ref() }
+                        .aborted
+                        .store(true, Ordering::Release);
+                    // SAFETY: as above: the shard's lock keeps it allocated.
+                    live.extend(unsafe { TaskMeta::own_waker(meta) });
                 });
                 live
             });

@@ -26,6 +26,16 @@ pub const EMPTY: u64 = u64::MAX;
 /// nearest the helper's own work ([`Lane::pop_nearest`]).
 const NEAREST_SCAN: usize = 64;
 
+/// A lane whose buffer grew past this many elements (a burst of spawns or
+/// wakes) gives the memory back when it empties, down to
+/// [`KEEP_WHEN_EMPTY`]: the burst's tasks, parked, then cost their cells
+/// and not also the lane's high-water mark. Past it, so that a lane's
+/// ordinary traffic never reallocates.
+const SHRINK_ABOVE: usize = 1024;
+
+/// What an emptied lane keeps of a large buffer.
+const KEEP_WHEN_EMPTY: usize = 64;
+
 /// Where a queued item's data lives, as an address. A rebalance takes the
 /// item nearest the helper's own work (`queue.md`, "Which task a rebalance
 /// takes"); only distances between addresses matter.
@@ -132,15 +142,31 @@ impl<T> Lane<T> {
     }
 
     /// The bookkeeping of a removal, under the lock: the new head's
-    /// timestamp, and the removed element's wait into the moving average.
+    /// timestamp, the removed element's wait into the moving average, and
+    /// the buffer of an emptied lane shrunk if it is large.
     #[inline]
-    fn removed(info: &LaneInfo, q: &VecDeque<(T, u64)>, ts: u64, now: u64) {
-        info.head
-            .store(q.front().map_or(EMPTY, |e| e.1), Ordering::Relaxed);
+    fn removed(info: &LaneInfo, q: &mut VecDeque<(T, u64)>, ts: u64, now: u64) {
+        match q.front() {
+            Some(e) => info.head.store(e.1, Ordering::Relaxed),
+            None => {
+                info.head.store(EMPTY, Ordering::Relaxed);
+                if q.capacity() > SHRINK_ABOVE {
+                    Self::shrink(q);
+                }
+            }
+        }
         let waited = now.saturating_sub(ts);
         let avg = info.avg_wait.load(Ordering::Relaxed);
         info.avg_wait
             .store(avg - avg / 8 + waited / 8, Ordering::Relaxed);
+    }
+
+    /// Gives back the buffer of an emptied lane but [`KEEP_WHEN_EMPTY`]
+    /// elements.
+    #[cold]
+    #[inline(never)]
+    fn shrink(q: &mut VecDeque<(T, u64)>) {
+        q.shrink_to(KEEP_WHEN_EMPTY);
     }
 
     /// Removes, among the first `NEAREST_SCAN` elements, the one whose item's
@@ -238,6 +264,33 @@ mod tests {
             ));
         }
         (lane, info)
+    }
+
+    fn capacity(lane: &Lane<usize>) -> usize {
+        lane.items.lock().with(|q| q.capacity())
+    }
+
+    /// A lane that a burst grew gives its buffer back once it empties, by
+    /// either kind of pop; one that never grew past its ordinary size keeps
+    /// it (no reallocation on ordinary traffic).
+    #[test]
+    fn an_emptied_lane_gives_back_a_large_buffer() {
+        let burst: Vec<_> = (0..SHRINK_ABOVE * 2).map(|i| (i, i as u64)).collect();
+        let (lane, info) = lane_of(&burst);
+        assert!(capacity(&lane) > SHRINK_ABOVE);
+        for &(item, _) in &burst[..burst.len() - 1] {
+            assert_eq!(lane.pop(&info, 0, false), Some(item));
+        }
+        assert!(capacity(&lane) > SHRINK_ABOVE, "shrunk before empty");
+        assert_eq!(lane.pop_nearest(&info, 0, 0), Some(burst.len() - 1));
+        assert!(capacity(&lane) <= KEEP_WHEN_EMPTY * 2);
+        assert_eq!(info.head(), EMPTY);
+
+        let ordinary: Vec<_> = (0..SHRINK_ABOVE / 2).map(|i| (i, i as u64)).collect();
+        let (lane, info) = lane_of(&ordinary);
+        let grown = capacity(&lane);
+        while lane.pop(&info, 0, false).is_some() {}
+        assert_eq!(capacity(&lane), grown);
     }
 
     #[test]

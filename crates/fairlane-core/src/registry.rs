@@ -13,13 +13,13 @@
 //!   dropped ([`RegistrySlot`]'s `drop` unlinks it, finding its shard
 //!   through the metadata), so before the task (and the state in it) can
 //!   be freed: every node reachable from a shard's `head` under its lock
-//!   is alive. The task's own waker is given up after the removal, so it
-//!   never keeps a finished task allocated.
+//!   is alive. The task's reference on itself is given up after the
+//!   removal, so it never keeps a finished task allocated.
 //! - A task stays in the registry of the cluster that spawned it even if
 //!   it moves (`Executor::migrate_current`): a graceful shutdown counts the
 //!   clusters one after the other, and a task on the move could slip past
 //!   both counts. A moved task keeps that cluster alive
-//!   (`RegistryPlace::spawned_in`).
+//!   (`Rare::spawned_in`).
 //! - A task whose future is dropped before it is registered finds
 //!   [`UNREGISTERED`] and touches no registry.
 //! - A shard's `len` is the length of its list; `background` is how many
@@ -30,32 +30,20 @@
 
 use core::cell::UnsafeCell;
 use core::ptr::NonNull;
-use core::task::Waker;
-
-use alloc::sync::Arc;
 
 use crate::cluster::Executor;
 use crate::sync::{AtomicBool, AtomicU16, Ordering, SpinLock};
 use crate::task::TaskMeta;
 use crate::Host;
 
-/// Which cluster's registry of live tasks holds a task.
-pub(crate) struct RegistryPlace<H: Host> {
-    /// The cluster whose registry holds the task, when that is not the
-    /// task's cluster (it moved: tasks stay in the registry of the cluster
-    /// that spawned them, see `Executor::migrate_current`). `None` for a
-    /// task that never moved, so that a spawn takes one reference on its
-    /// cluster, not two.
-    pub(crate) spawned_in: Option<Arc<Executor<H>>>,
-}
-
 /// `TaskState::shard` of a task not (yet) in the registry: its future was
 /// dropped before `spawn_with` registered it.
 const UNREGISTERED: u16 = u16::MAX;
 
 /// Shared between a task's future, its handles and the registry: the abort
-/// flag, the task's waker so that an abort can get it polled (and dropped),
-/// and its links in the registry. Part of the task's metadata.
+/// flag, the task's reference on itself so that an abort can get it polled
+/// (and dropped), and its links in the registry. Part of the task's
+/// metadata.
 pub(crate) struct TaskState {
     pub(crate) aborted: AtomicBool,
     /// Spawned as a background task: does not keep a graceful shutdown
@@ -70,10 +58,14 @@ pub(crate) struct TaskState {
     /// task after that through the ready queue's or the registry's locks,
     /// which order the store before the load.
     shard: AtomicU16,
-    /// The task's own waker while its future lives: a reference the task
-    /// holds on itself, given up when the future is dropped
+    /// Whether the task holds a reference on itself: from its spawn while
+    /// its future lives, given up when the future is dropped
     /// (`RegistrySlot::drop`), so it never keeps a finished task allocated.
-    pub(crate) waker: SpinLock<Option<Waker>>,
+    /// Under its lock, a held reference cannot be given up, so a waker made
+    /// from the cell then takes a reference on a live task
+    /// (`TaskMeta::own_waker`); a flag, not a stored waker, since the
+    /// task's wakers are its cell's address and its type's vtable.
+    pub(crate) own_ref: SpinLock<bool>,
     /// The task's links in its registry shard's list: the previous and the
     /// next task, `None` at either end. See the module's invariants for
     /// who may touch them.
@@ -101,16 +93,8 @@ impl TaskState {
             background,
             finished: AtomicBool::new(false),
             shard: AtomicU16::new(UNREGISTERED),
-            waker: SpinLock::new(None),
+            own_ref: SpinLock::new(false),
             links: UnsafeCell::new(Links::default()),
-        }
-    }
-
-    pub(crate) fn abort(&self) {
-        match self.waker.lock().with(|w| w.clone()) {
-            Some(waker) => crate::task::waker::raise_and_wake(&self.aborted, waker),
-            // The future is gone: nothing polls the flag any more.
-            None => self.aborted.store(true, Ordering::Release),
         }
     }
 }
@@ -134,12 +118,16 @@ unsafe impl Send for Shard {}
 
 impl Shard {
     /// Adds `state` to the list, which is shard `index` of its registry.
+    /// [`for_each`](Self::for_each) hands out the pointer as given: a
+    /// task's state is given with its cell's provenance
+    /// ([`TaskMeta::state_ptr`]), so that the cell can be found from it.
     ///
     /// # Safety
     /// Under this shard's lock; `state` is in no list, and stays alive, in
     /// place, until [`remove`](Self::remove) takes it out.
-    pub(crate) unsafe fn insert(&mut self, state: &TaskState, index: usize) {
-        let node = NonNull::from(state);
+    pub(crate) unsafe fn insert(&mut self, node: NonNull<TaskState>, index: usize) {
+        // SAFETY: alive (the caller's contract).
+        let state = unsafe { node.as_ref() };
         debug_assert!(index < usize::from(UNREGISTERED));
         state.shard.store(index as u16, Ordering::Relaxed);
         // SAFETY: under the lock; `state` is in no list, so no other access
@@ -179,16 +167,17 @@ impl Shard {
         self.background -= usize::from(state.background);
     }
 
-    /// Calls `f` with the state of every task in the list.
-    pub(crate) fn for_each(&mut self, mut f: impl FnMut(&TaskState)) {
+    /// Calls `f` with the state of every task in the list, as given to
+    /// [`insert`](Self::insert); each is alive during its call.
+    pub(crate) fn for_each(&mut self, mut f: impl FnMut(NonNull<TaskState>)) {
         let mut node = self.head;
         while let Some(state) = node {
-            // SAFETY: every node of the list is alive: `insert` requires it
-            // to stay alive until `remove` takes it out (invariants).
-            let state = unsafe { state.as_ref() };
             f(state);
-            // SAFETY: as above.
-            node = unsafe { (*state.links.get()).next };
+            // SAFETY: every node of the list is alive: `insert` requires it
+            // to stay alive until `remove` takes it out (invariants), and
+            // `f` cannot remove it (that takes this shard's lock, which the
+            // caller holds).
+            node = unsafe { (*state.as_ref().links.get()).next };
         }
     }
 }
@@ -204,11 +193,12 @@ impl<H: Host> Executor<H> {
     }
 }
 
-/// Removes a task from its cluster's registry, and marks it finished, when
-/// its future is dropped.
+/// Removes a task from its cluster's registry, marks it finished, and gives
+/// up the task's reference on itself, when its future is dropped.
 pub(crate) struct RegistrySlot<H: Host> {
     /// The task's own metadata, in the allocation that also holds this slot
-    /// (inside the future), which is freed only after the future is dropped.
+    /// (inside the future), which is freed only after the future is dropped;
+    /// with the cell's provenance (given by `raw::spawn`).
     pub(crate) meta: NonNull<TaskMeta<H>>,
 }
 
@@ -232,7 +222,8 @@ impl<H: Host> Drop for RegistrySlot<H> {
         let shard = state.shard.load(Ordering::Relaxed);
         if shard == UNREGISTERED {
             // Dropped inside `spawn_with`, before it registered the task.
-            drop(state.waker.lock().with(Option::take));
+            // SAFETY: see `meta`; whoever drops the future holds a reference.
+            unsafe { TaskMeta::drop_own_ref(self.meta) };
             return;
         }
         // SAFETY: the task's future is being dropped.
@@ -251,9 +242,11 @@ impl<H: Host> Drop for RegistrySlot<H> {
                 waker.wake();
             }
         }
-        // Out of the registry, so `cancel_all` no longer clones it. Not the
-        // task's last reference: whoever drops the future holds one.
-        drop(state.waker.lock().with(Option::take));
+        // Out of the registry, so `cancel_all` no longer makes wakers from
+        // it. Not the task's last reference: whoever drops the future holds
+        // one.
+        // SAFETY: see `meta`, and the line above.
+        unsafe { TaskMeta::drop_own_ref(self.meta) };
     }
 }
 
@@ -261,11 +254,12 @@ impl<H: Host> Drop for RegistrySlot<H> {
 mod tests {
     use super::{Shard, TaskState};
     use alloc::vec::Vec;
+    use core::ptr::NonNull;
 
     /// The states a shard's list visits, by address.
     fn listed(shard: &mut Shard) -> Vec<*const TaskState> {
         let mut seen = Vec::new();
-        shard.for_each(|state| seen.push(state as *const TaskState));
+        shard.for_each(|state| seen.push(state.as_ptr().cast_const()));
         seen
     }
 
@@ -282,7 +276,7 @@ mod tests {
         // SAFETY (every block below): no lock is needed, `&mut shard` is the
         // only access to the list; the states outlive it and do not move.
         for state in &states {
-            unsafe { shard.insert(state, 3) };
+            unsafe { shard.insert(NonNull::from(state), 3) };
         }
         assert_eq!(
             listed(&mut shard),
@@ -299,7 +293,7 @@ mod tests {
         unsafe { shard.remove(d) }; // the head
         unsafe { shard.remove(a) }; // the tail
         assert_eq!(listed(&mut shard), [c as *const TaskState]);
-        unsafe { shard.insert(b, 3) }; // a state that left the list joins again
+        unsafe { shard.insert(NonNull::from(b), 3) }; // a state that left the list joins again
         assert_eq!(listed(&mut shard), [b, c].map(|s| s as *const TaskState));
         unsafe { shard.remove(c) };
         unsafe { shard.remove(b) };

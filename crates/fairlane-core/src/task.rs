@@ -19,14 +19,15 @@ use core::ptr::NonNull;
 use core::task::{Context, Poll, Waker};
 
 use join::JoinHandle;
-use raw::{Runnable, Schedule};
+use raw::{Header, Runnable, Schedule};
 
+use alloc::boxed::Box;
 use alloc::sync::Arc;
 
 use crate::cluster::Executor;
-use crate::registry::{RegistryPlace, RegistrySlot, TaskState};
+use crate::registry::{RegistrySlot, TaskState};
 use crate::scheduler::PushError;
-use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
+use crate::sync::{AtomicBool, AtomicU32, Ordering};
 use crate::{Host, Priority, ProcessorId};
 
 pub(crate) const NO_PROCESSOR: u32 = u32::MAX;
@@ -52,17 +53,12 @@ pub(crate) const NO_PROCESSOR: u32 = u32::MAX;
 /// # }
 /// ```
 pub struct TaskMeta<H: Host> {
-    /// The processor that last polled the task: outside wakes go there.
-    pub(crate) preferred: AtomicU32,
-    /// The task's priority class: which of its processor's lanes it goes to.
-    pub(crate) priority: Priority,
-    /// Whether `affinity` holds a set: read on every schedule, so that an
-    /// unrestricted task never touches the lock.
-    pub(crate) restricted: AtomicBool,
-    /// The processors the task may run on, if restricted. Written by the
-    /// task itself while it runs (or at spawn); the cell's state word orders
-    /// that write before any later schedule of the task.
-    pub(crate) affinity: SpinLock<Option<Arc<[ProcessorId]>>>,
+    // Small on purpose: the cell's header (this, the state word, the vtable
+    // and the join handle's waker) and a boxed future with the std
+    // runtime's wrappers fit in one pair of cache lines
+    // (`a_boxed_future_fits_one_pair_of_cache_lines`). What few tasks need
+    // is out of line (`Rare`), and the task's reference on itself is a flag
+    // (`TaskState::own_ref`), not a stored waker.
     /// The task's cluster, for the schedule function.
     ///
     /// Changed only by the task itself, while it runs
@@ -71,25 +67,76 @@ pub struct TaskMeta<H: Host> {
     /// state word (AcqRel transitions) orders every write before every later
     /// read, so the cell is never accessed concurrently.
     pub(crate) cluster: core::cell::UnsafeCell<Arc<Executor<H>>>,
-    /// Abort, finish and background, and the task's links in the registry:
-    /// what the task's handles, the registry and its future share. In the
-    /// task's own allocation, so that a spawn allocates once.
+    /// What few tasks need, allocated when first needed. Written at spawn,
+    /// by the task itself while it runs ([`Executor::set_current_affinity`],
+    /// [`Executor::migrate_current`]) and by the schedule function
+    /// (`schedule_restricted`, which may lift a restriction); read by the
+    /// schedule function and when the task's future is dropped, which never
+    /// overlaps a poll or a schedule of the task. The same ordering
+    /// argument as `cluster`: all of them hold the task's runnable (or run
+    /// it), and the state word and the ready queue hand that on.
+    rare: core::cell::UnsafeCell<Option<Box<Rare<H>>>>,
+    /// Abort, finish and background, the task's reference on itself and
+    /// its links in the registry: what the task's handles, the registry and
+    /// its future share. In the task's own allocation, so that a spawn
+    /// allocates once.
     pub(crate) state: TaskState,
-    /// Which cluster's registry holds the task, if it moved. Written before
-    /// the task is first scheduled and by the task itself while it runs
-    /// ([`Executor::migrate_current`]); read when its future is dropped,
-    /// which never overlaps a poll. The same ordering argument as `cluster`.
-    pub(crate) registration: core::cell::UnsafeCell<RegistryPlace<H>>,
+    /// The processor that last polled the task: outside wakes go there.
+    pub(crate) preferred: AtomicU32,
+    /// The task's priority class: which of its processor's lanes it goes to.
+    pub(crate) priority: Priority,
+    /// Whether the task is restricted to a set of processors
+    /// (`Rare::affinity` holds one): read on every schedule, so that an
+    /// unrestricted task never reads `rare`.
+    pub(crate) restricted: AtomicBool,
 }
 
-// SAFETY: every field but `cluster` and `registration` is `Sync`. Those two
-// are written only by the thread polling the task (or by the spawner before
-// the task is first scheduled) and read only by `schedule` and by the drop
-// of the task's future, neither of which runs during a poll of the same
-// task (see the fields' comments), so no two threads access them at once.
+/// What few tasks need, out of the task's cell: the cell stays one pair of
+/// cache lines for a small future, and tasks that use none of it allocate
+/// nothing more. Behind `TaskMeta::rare`, whose comment says who accesses
+/// it when.
+struct Rare<H: Host> {
+    /// The processors the task may run on, if restricted.
+    affinity: Option<Arc<[ProcessorId]>>,
+    /// The cluster whose registry holds the task, when that is not the
+    /// task's cluster (it moved: tasks stay in the registry of the cluster
+    /// that spawned them, see `Executor::migrate_current`). `None` for a
+    /// task that never moved, so that a spawn takes one reference on its
+    /// cluster, not two.
+    spawned_in: Option<Arc<Executor<H>>>,
+}
+
+// SAFETY: every field but `cluster` and `rare` is `Sync`. Those two are
+// written only by the holder of the task's runnable: the thread polling the
+// task, the spawner before the task is first scheduled, and the schedule
+// function; and read only by those and by the drop of the task's future,
+// none of which overlaps another for the same task (see the fields'
+// comments), so no two threads access them at once.
 unsafe impl<H: Host> Sync for TaskMeta<H> {}
 
 impl<H: Host> TaskMeta<H> {
+    /// The metadata of a new task of `cluster`.
+    pub(crate) fn new(
+        cluster: Arc<Executor<H>>,
+        priority: Priority,
+        affinity: Option<Arc<[ProcessorId]>>,
+        background: bool,
+    ) -> Self {
+        Self {
+            cluster: core::cell::UnsafeCell::new(cluster),
+            restricted: AtomicBool::new(affinity.is_some()),
+            rare: core::cell::UnsafeCell::new(affinity.map(|affinity| {
+                Box::new(Rare {
+                    affinity: Some(affinity),
+                    spawned_in: None,
+                })
+            })),
+            state: TaskState::new(background),
+            preferred: AtomicU32::new(NO_PROCESSOR),
+            priority,
+        }
+    }
+
     /// The task's cluster; see the field's comment for why this is sound.
     #[inline]
     pub(crate) fn cluster(&self) -> &Arc<Executor<H>> {
@@ -97,19 +144,183 @@ impl<H: Host> TaskMeta<H> {
         // writer itself), never during a write (see `cluster`).
         unsafe { &*self.cluster.get() }
     }
-}
 
-impl<H: Host> TaskMeta<H> {
+    /// The task's out-of-line part (`None` until first needed).
+    ///
+    /// # Safety
+    /// Only by the holder of the task's runnable (or while polling the
+    /// task, on this thread), or while its future is being dropped (see
+    /// `rare`); the reference is not kept past that.
+    #[allow(clippy::mut_from_ref)] // the safety contract makes it unique
+    unsafe fn rare_mut(&self) -> &mut Option<Box<Rare<H>>> {
+        // SAFETY: the caller is the only one accessing the cell now.
+        unsafe { &mut *self.rare.get() }
+    }
+
+    /// The processors the task may run on, if restricted.
+    ///
+    /// # Safety
+    /// As [`rare_mut`](Self::rare_mut).
+    unsafe fn affinity(&self) -> Option<Arc<[ProcessorId]>> {
+        // SAFETY: the caller's contract.
+        unsafe { self.rare_mut() }
+            .as_ref()
+            .and_then(|rare| rare.affinity.clone())
+    }
+
+    /// Restricts the task to `allowed` (`None`: lifts the restriction).
+    ///
+    /// # Safety
+    /// As [`rare_mut`](Self::rare_mut).
+    pub(crate) unsafe fn set_affinity(&self, allowed: Option<Arc<[ProcessorId]>>) {
+        self.restricted.store(allowed.is_some(), Ordering::Relaxed);
+        // SAFETY: the caller's contract.
+        let rare = unsafe { self.rare_mut() };
+        match (rare.as_mut(), allowed) {
+            (None, None) => {}
+            (None, Some(allowed)) => {
+                *rare = Some(Box::new(Rare {
+                    affinity: Some(allowed),
+                    spawned_in: None,
+                }))
+            }
+            (Some(r), allowed) => r.affinity = allowed,
+        }
+    }
+
+    /// Records that the task moves from cluster `old` to `target` (its
+    /// `cluster` already says `target`): it stays in the registry that holds
+    /// it, which it keeps alive. Drops `old` otherwise.
+    ///
+    /// # Safety
+    /// Only while polling the task, on this thread (see `rare`).
+    pub(crate) unsafe fn moved(&self, old: Arc<Executor<H>>, target: &Arc<Executor<H>>) {
+        // SAFETY: the caller's contract.
+        let rare = unsafe { self.rare_mut() };
+        let home_is_target = rare
+            .as_ref()
+            .and_then(|r| r.spawned_in.as_ref())
+            .map(|home| Arc::ptr_eq(home, target));
+        match home_is_target {
+            None if Arc::ptr_eq(&old, target) => drop(old),
+            None => {
+                rare.get_or_insert_with(|| {
+                    Box::new(Rare {
+                        affinity: None,
+                        spawned_in: None,
+                    })
+                })
+                .spawned_in = Some(old)
+            }
+            // Back home: `old` is dropped.
+            Some(true) => {
+                if let Some(r) = rare {
+                    r.spawned_in = None;
+                }
+            }
+            Some(false) => drop(old),
+        }
+    }
+
     /// The cluster whose registry holds the task.
     ///
     /// # Safety
     /// Only while the task is being polled on this thread, or while its
     /// future is being dropped, or before it is first scheduled (see
-    /// `registration`).
+    /// `rare`).
     pub(crate) unsafe fn registry_cluster(&self) -> &Executor<H> {
         // SAFETY: the caller is the only one accessing the two cells now.
-        let (cluster, reg) = unsafe { (&*self.cluster.get(), &*self.registration.get()) };
-        reg.spawned_in.as_ref().unwrap_or(cluster)
+        let (cluster, rare) = unsafe { (&*self.cluster.get(), &*self.rare.get()) };
+        rare.as_ref()
+            .and_then(|r| r.spawned_in.as_ref())
+            .unwrap_or(cluster)
+    }
+
+    /// The state of the task whose metadata `meta` is, with its provenance
+    /// (for the registry, which finds the cell from it: [`from_state`](Self::from_state)).
+    ///
+    /// # Safety
+    /// `meta` is a live task's, with its cell's provenance (see
+    /// [`Header::meta_ptr`]).
+    pub(crate) unsafe fn state_ptr(meta: NonNull<Self>) -> NonNull<TaskState> {
+        // SAFETY: a projection to a field of the live metadata: in bounds,
+        // not null; no reference is made, so the provenance is kept.
+        unsafe { NonNull::new_unchecked(core::ptr::addr_of_mut!((*meta.as_ptr()).state)) }
+    }
+
+    /// The metadata whose state `state` is.
+    ///
+    /// # Safety
+    /// `state` was given by [`state_ptr`](Self::state_ptr), and its task is
+    /// still allocated.
+    pub(crate) unsafe fn from_state(state: NonNull<TaskState>) -> NonNull<Self> {
+        // SAFETY: `state` is that field of a `TaskMeta<H>`, with the cell's
+        // provenance: this is the metadata's address, in the same
+        // allocation.
+        unsafe { state.byte_sub(core::mem::offset_of!(Self, state)).cast() }
+    }
+
+    /// Makes the task hold a reference on itself, until its future is
+    /// dropped (`RegistrySlot::drop` gives it up).
+    pub(crate) fn hold_own_ref(runnable: &Runnable<Self>) {
+        // The waker's reference is the task's own: the flag stands for it.
+        core::mem::forget(runnable.waker());
+        runnable
+            .metadata()
+            .state
+            .own_ref
+            .lock()
+            .with(|held| *held = true);
+    }
+
+    /// A new waker of the task, if it still holds its reference on itself
+    /// (its future lives).
+    ///
+    /// # Safety
+    /// `meta` is a task's metadata with its cell's provenance (see
+    /// [`Header::meta_ptr`]), and the cell is allocated: the caller holds a
+    /// reference, or the lock of the registry shard that lists the task.
+    pub(crate) unsafe fn own_waker(meta: NonNull<Self>) -> Option<Waker> {
+        // SAFETY: the caller's contract.
+        let (header, state) = unsafe { (Header::from_meta(meta), &meta.as_ref().state) };
+        state.own_ref.lock().with(|held| {
+            // SAFETY: the task's own reference is held, and cannot be given
+            // up while we hold the lock: the count is not zero.
+            held.then(|| unsafe { Header::new_waker(header) })
+        })
+    }
+
+    /// Gives up the task's reference on itself, if it still holds it.
+    ///
+    /// # Safety
+    /// As [`own_waker`](Self::own_waker), and the caller holds a reference
+    /// of its own (the task's is then never its last).
+    pub(crate) unsafe fn drop_own_ref(meta: NonNull<Self>) {
+        // SAFETY: the caller's contract.
+        let (header, state) = unsafe { (Header::from_meta(meta), &meta.as_ref().state) };
+        if state.own_ref.lock().with(core::mem::take) {
+            // SAFETY: the flag stood for this reference, given up once
+            // (cleared under the lock); not the last (the caller's contract).
+            unsafe { raw::release(header) };
+        }
+    }
+
+    /// Aborts the task; see [`TaskHandle::abort`].
+    ///
+    /// # Safety
+    /// As [`own_waker`](Self::own_waker).
+    pub(crate) unsafe fn abort(meta: NonNull<Self>) {
+        // SAFETY: the caller's contract.
+        match unsafe { Self::own_waker(meta) } {
+            // SAFETY: the cell is allocated (the caller's contract).
+            Some(waker) => waker::raise_and_wake(unsafe { &meta.as_ref().state.aborted }, waker),
+            // The future is gone: nothing polls the flag any more.
+            // SAFETY: as above.
+            None => unsafe { meta.as_ref() }
+                .state
+                .aborted
+                .store(true, Ordering::Release),
+        }
     }
 
     fn preferred(&self) -> Option<usize> {
@@ -187,7 +398,8 @@ fn schedule<H: Host>(runnable: Runnable<TaskMeta<H>>) {
 #[cold]
 pub(crate) fn schedule_restricted<H: Host>(runnable: Runnable<TaskMeta<H>>) {
     let meta = runnable.metadata();
-    let allowed = meta.affinity.lock().with(|a| a.clone());
+    // SAFETY: we hold the runnable.
+    let allowed = unsafe { meta.affinity() };
     // Keeps the cluster alive across the push, wherever we are.
     let cluster = meta.cluster().clone();
     let preferred = meta.preferred();
@@ -199,9 +411,8 @@ pub(crate) fn schedule_restricted<H: Host>(runnable: Runnable<TaskMeta<H>>) {
         Ok(()) => {}
         Err(PushError::Closed(runnable)) => cluster.bury(runnable),
         Err(PushError::NoneAllowed(runnable)) => {
-            let meta = runnable.metadata();
-            meta.affinity.lock().with(|a| *a = None);
-            meta.restricted.store(false, Ordering::Relaxed);
+            // SAFETY: we hold the runnable (handed back).
+            unsafe { runnable.metadata().set_affinity(None) };
             schedule(runnable);
         }
     }
@@ -343,8 +554,9 @@ pub struct TaskHandle<T, H: Host> {
 }
 
 impl<T, H: Host> TaskHandle<T, H> {
-    fn state(&self) -> &TaskState {
-        &self.task.metadata().state
+    fn meta_ptr(&self) -> NonNull<TaskMeta<H>> {
+        // SAFETY: the handle holds a reference on the cell.
+        unsafe { Header::meta_ptr(self.task.header_ptr()) }
     }
 
     /// Asks the task to stop: it is not polled again; its future is dropped
@@ -363,7 +575,9 @@ impl<T, H: Host> TaskHandle<T, H> {
     /// # }
     /// ```
     pub fn abort(&self) {
-        self.state().abort();
+        // SAFETY: the handle's reference keeps the cell allocated; the
+        // pointer has the cell's provenance.
+        unsafe { TaskMeta::abort(self.meta_ptr()) }
     }
 
     /// A cloneable handle that can only abort.
@@ -384,15 +598,14 @@ impl<T, H: Host> TaskHandle<T, H> {
     /// # }
     /// ```
     pub fn abort_handle(&self) -> AbortHandle {
-        let state = self.state();
+        let meta = self.meta_ptr();
         AbortHandle {
             // A waker keeps the task, and its state, allocated. None once
             // the future is dropped: there is nothing left to abort.
-            task: state
-                .waker
-                .lock()
-                .with(|w| w.clone())
-                .map(|waker| (waker, NonNull::from(state))),
+            // SAFETY: the handle's reference keeps the cell allocated; the
+            // pointer has the cell's provenance.
+            task: unsafe { TaskMeta::own_waker(meta) }
+                .map(|waker| (waker, unsafe { TaskMeta::state_ptr(meta) })),
         }
     }
 
@@ -508,26 +721,75 @@ impl AbortHandle {
             .is_none_or(|state| state.finished.load(Ordering::Acquire))
     }
 }
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
-    /// The cell puts its header (the state word, the vtable pointer, the
-    /// join handle's waker and the metadata) before the future: it stays
-    /// within one 128-byte pair of cache lines, so that a task whose future
-    /// (with its wrappers) takes at most 128 bytes fits in a cell of 256.
-    #[test]
-    fn task_metadata_fits_before_the_future() {
-        struct H;
-        // SAFETY: never runs a processor.
-        unsafe impl crate::Host for H {
-            fn now(&self) -> u64 {
-                0
-            }
-            fn current_processor(&self) -> Option<usize> {
-                None
-            }
-            fn park(&self, _: usize) {}
-            fn unpark(&self, _: usize) {}
+    use alloc::boxed::Box;
+    use core::future::Future;
+    use core::pin::Pin;
+    use core::task::{Context, Poll};
+
+    use super::raw::{cell_size, Header};
+    use super::{Cancellable, NoCancelOutput, Supervised, TaskMeta};
+
+    struct H;
+    // SAFETY: never runs a processor.
+    unsafe impl crate::Host for H {
+        fn now(&self) -> u64 {
+            0
         }
-        assert!(core::mem::size_of::<super::raw::Header<super::TaskMeta<H>>>() <= 128);
+        fn current_processor(&self) -> Option<usize> {
+            None
+        }
+        fn park(&self, _: usize) {}
+        fn unpark(&self, _: usize) {}
+    }
+
+    type Boxed = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+    /// A boxed future as the std runtime spawns it: beside the box, the
+    /// task's id and whether the future is still live (its panic-catching
+    /// wrapper), 32 bytes in all.
+    struct StdWrapped {
+        boxed: Boxed,
+        _id: u64,
+        _live: bool,
+    }
+
+    impl Future for StdWrapped {
+        type Output = ();
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+            self.boxed.as_mut().poll(cx)
+        }
+    }
+
+    impl Cancellable for StdWrapped {
+        fn cancel(self: Pin<&mut Self>) -> Option<()> {
+            None
+        }
+    }
+
+    type CellOf<F> = Supervised<F, H>;
+
+    /// The cell of a task spawned with `future`, a plain future.
+    fn cell_of<F: Future>(_: &F) -> usize {
+        cell_size::<CellOf<NoCancelOutput<F>>, TaskMeta<H>>()
+    }
+
+    /// The header (state word, vtable, the join handle's waker, the
+    /// metadata) and a boxed future, with the wrappers the std runtime
+    /// puts around it, fit one 128-byte pair of cache lines: a parked
+    /// boxed task costs one pair, not two.
+    #[test]
+    fn a_boxed_future_fits_one_pair_of_cache_lines() {
+        assert_eq!(core::mem::size_of::<StdWrapped>(), 32);
+        assert_eq!(cell_size::<CellOf<StdWrapped>, TaskMeta<H>>(), 128);
+        assert_eq!(
+            cell_size::<CellOf<NoCancelOutput<Boxed>>, TaskMeta<H>>(),
+            128
+        );
+        assert_eq!(cell_of(&async {}), 128);
+        // What is left of the pair for a future with its wrappers.
+        let room = 128 - core::mem::size_of::<Header<TaskMeta<H>>>();
+        assert!(room >= 48, "the header grew: {room} bytes left");
     }
 }

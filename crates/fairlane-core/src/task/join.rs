@@ -43,9 +43,9 @@ impl<T, M> JoinHandle<T, M> {
         unsafe { self.ptr.as_ref() }
     }
 
-    /// The task's metadata.
-    pub fn metadata(&self) -> &M {
-        &self.header().meta
+    /// The task's cell (the handle holds a reference on it).
+    pub(crate) fn header_ptr(&self) -> NonNull<Header<M>> {
+        self.ptr
     }
 
     /// Whether the task is complete (its future is gone).

@@ -66,6 +66,49 @@ pub(crate) struct Header<M> {
     pub(crate) meta: M,
 }
 
+impl<M> Header<M> {
+    /// The metadata of the cell at `ptr`, as a pointer that keeps the whole
+    /// cell's provenance: [`from_meta`](Self::from_meta) finds the header
+    /// again from it (or from a pointer into the metadata derived from it
+    /// by raw-pointer projection), which a pointer made from a `&M` may not
+    /// do.
+    ///
+    /// # Safety
+    /// `ptr` is a cell that is still allocated.
+    pub(crate) unsafe fn meta_ptr(ptr: NonNull<Self>) -> NonNull<M> {
+        // SAFETY: a projection to a field of the live header `ptr` points
+        // to: in bounds of its allocation, so not null. No reference is
+        // made, so the result keeps `ptr`'s provenance.
+        unsafe { NonNull::new_unchecked(core::ptr::addr_of_mut!((*ptr.as_ptr()).meta)) }
+    }
+
+    /// The header whose metadata `meta` is.
+    ///
+    /// # Safety
+    /// `meta` was given by [`meta_ptr`](Self::meta_ptr) (or by [`spawn`] to
+    /// its `make`), for a cell that is still allocated.
+    pub(crate) unsafe fn from_meta(meta: NonNull<M>) -> NonNull<Self> {
+        // SAFETY: `meta` is `offset_of!(Self, meta)` bytes into the header
+        // (`repr(C)`), with the cell's provenance: the header's address, in
+        // the same allocation.
+        unsafe { meta.byte_sub(mem::offset_of!(Self, meta)).cast() }
+    }
+}
+
+impl<M: Schedule> Header<M> {
+    /// A new waker of the task at `ptr`: takes a reference for it.
+    ///
+    /// # Safety
+    /// `ptr` is a cell whose count cannot reach zero during the call: the
+    /// caller holds a reference, or keeps one from being given up meanwhile.
+    pub(crate) unsafe fn new_waker(ptr: NonNull<Self>) -> Waker {
+        // SAFETY: the caller's contract keeps the cell allocated.
+        unsafe { ptr.as_ref() }.state.ref_inc();
+        // SAFETY: the reference just taken is the waker's.
+        unsafe { super::waker::waker_from_ref(ptr) }
+    }
+}
+
 /// The future, or its output once complete: which one is live is told by
 /// the state word (`COMPLETE`, `CLOSED`, see `task.md`).
 union Stage<F: Future> {
@@ -87,6 +130,13 @@ union Stage<F: Future> {
 struct Cell<F: Future, M> {
     header: Header<M>,
     stage: UnsafeCell<Stage<F>>,
+}
+
+/// The size of the cell of a task whose future is `F`, for the tests that
+/// keep it small.
+#[cfg(all(test, not(loom)))]
+pub(crate) const fn cell_size<F: Future, M>() -> usize {
+    mem::size_of::<Cell<F, M>>()
 }
 
 impl<F, M> Cell<F, M>
@@ -189,11 +239,15 @@ where
     }
 }
 
-/// Makes a task: its metadata `meta` and the future `make(&meta)` returns
-/// (the metadata is in the task's allocation, at an address that stays put
-/// until the task is freed). Returns the runnable (the task is
-/// `SCHEDULED`: push it, or run it) and the join handle.
-pub fn spawn<F, M>(meta: M, make: impl FnOnce(&M) -> F) -> (Runnable<M>, JoinHandle<F::Output, M>)
+/// Makes a task: its metadata `meta` and the future `make(meta)` returns,
+/// given a pointer to the metadata in the task's allocation, at an address
+/// that stays put until the task is freed (a [`Header::meta_ptr`], from
+/// which [`Header::from_meta`] finds the header). Returns the runnable (the
+/// task is `SCHEDULED`: push it, or run it) and the join handle.
+pub fn spawn<F, M>(
+    meta: M,
+    make: impl FnOnce(NonNull<M>) -> F,
+) -> (Runnable<M>, JoinHandle<F::Output, M>)
 where
     F: Future + Send + 'static,
     F::Output: Send + 'static,
@@ -228,7 +282,7 @@ where
     }
     let unmade = Unmade(raw);
     // SAFETY: the header was just written and is not moved until freed.
-    let future = make(unsafe { &(*raw).header.meta });
+    let future = make(unsafe { Header::meta_ptr(cell.cast()) });
     mem::forget(unmade);
     // SAFETY: as above; the stage is written once, in place.
     unsafe {
@@ -282,9 +336,8 @@ impl<M: Schedule> Runnable<M> {
 
     /// A waker of the task (a new reference).
     pub fn waker(&self) -> Waker {
-        self.header().state.ref_inc();
-        // SAFETY: the reference just taken is the waker's.
-        unsafe { super::waker::waker_from_ref(self.ptr) }
+        // SAFETY: the runnable holds a reference.
+        unsafe { Header::new_waker(self.ptr) }
     }
 
     /// Polls the task once: `RUNNING`, the poll, then idle (or re-queued if
