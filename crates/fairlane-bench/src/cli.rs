@@ -4,7 +4,7 @@
 //! on a 2-core machine); `--full` lengthens every setting, and each option
 //! overrides one.
 
-use crate::spec::{RuntimeKind, Workload};
+use crate::spec::{RuntimeKind, SpawnFrom, Workload, YesNo};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -62,9 +62,34 @@ pub struct Cli {
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     pub warmup: Option<Duration>,
 
-    /// Runs per runtime and configuration (at least 1; medians want 5 or more).
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    pub runs: usize,
+    /// Runs (rounds) per runtime and configuration (at least 1; medians
+    /// want 5 or more). Default: 5 (quick), 9 (--full). Runtimes alternate
+    /// round by round, and the ratios are medians of each round's paired
+    /// ratio.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+
+    /// cycle, churn, yield: where tasks are spawned from: `main` (all from
+    /// the future given to `block_on`) or `spread` (one spawner task per
+    /// processor). A list measures each. Giving any of --spawn, --padded,
+    /// --boxed measures every combination of them (the others at the
+    /// suite's shape: main, padded, unboxed); giving none measures the
+    /// suite's shape and, loaded only, the ordinary program's
+    /// (main, plain, boxed).
+    #[arg(long, value_delimiter = ',', value_enum, value_name = "main|spread")]
+    pub spawn: Vec<SpawnFrom>,
+
+    /// cycle, churn: semaphores on cache lines of their own (`yes`) or
+    /// plain consecutive objects that share lines (`no`). A list measures
+    /// each.
+    #[arg(long, value_delimiter = ',', value_enum, value_name = "yes|no")]
+    pub padded: Vec<YesNo>,
+
+    /// cycle, churn, yield: task futures boxed as `Pin<Box<dyn Future +
+    /// Send>>` before spawning (`--boxed` alone: yes). A list measures each.
+    #[arg(long, value_delimiter = ',', value_enum, num_args = 0..=1,
+          default_missing_value = "yes", value_name = "yes|no")]
+    pub boxed: Vec<YesNo>,
 
     /// Workloads to run (comma-separated). Default: all.
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
@@ -194,5 +219,24 @@ mod tests {
         assert_eq!(cli.workloads, [Workload::Cycle, Workload::TransferPark]);
         assert_eq!(cli.runtimes, [RuntimeKind::Fairlane, RuntimeKind::Tokio]);
         assert_eq!(cli.tasks_per_processor, [100, 5]);
+        assert!(cli.spawn.is_empty() && cli.padded.is_empty() && cli.boxed.is_empty());
+    }
+
+    #[test]
+    fn shape_options_parse() {
+        let cli = Cli::try_parse_from([
+            "fairlane-bench",
+            "--spawn",
+            "main,spread",
+            "--padded",
+            "no",
+            "--boxed",
+        ])
+        .unwrap();
+        assert_eq!(cli.spawn, [SpawnFrom::Main, SpawnFrom::Spread]);
+        assert_eq!(cli.padded, [YesNo::No]);
+        assert_eq!(cli.boxed, [YesNo::Yes]);
+        let cli = Cli::try_parse_from(["fairlane-bench", "--boxed", "yes,no"]).unwrap();
+        assert_eq!(cli.boxed, [YesNo::Yes, YesNo::No]);
     }
 }

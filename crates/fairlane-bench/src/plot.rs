@@ -34,7 +34,9 @@ pub fn scaling(path: &Path, cfg: &Config, rows: &[Row], w: Workload) -> PlotResu
     let mut lines: BTreeMap<LineKey, Vec<(f64, f64)>> = BTreeMap::new();
     for row in rows
         .iter()
-        .filter(|r| r.cell.workload == w && r.metric == metric)
+        .filter(|r| {
+            r.cell.workload == w && r.metric == metric && r.cell.shape == crate::spec::Shape::SUITE
+        })
     {
         for (&rt, fig) in &row.figures {
             if let Some(m) = fig.median().filter(|m| m.is_finite()) {

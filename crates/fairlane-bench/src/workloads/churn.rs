@@ -6,24 +6,32 @@
 //! operation is one post + wait; the suite also reports the percentage of
 //! operations whose wait blocked (about 50-70%).
 
-use super::{join_all, Emit};
-use crate::harness::{measure, seeded_rng, Counters};
-use crate::runtimes::{BenchRuntime, Spawner};
+use super::{join_all, measure_with_moves, spawn_tasks, Emit};
+use crate::harness::{seeded_rng, Counters};
+use crate::runtimes::BenchRuntime;
 use crate::spec::{ChildSpec, Metric, Outcome};
-use crate::sync::Semaphore;
+use crate::sync::{Layout, Padded, Plain, Semaphore};
 use std::sync::Arc;
 
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    if spec.shape.padded {
+        run_in::<R, Padded>(rt, spec, emit);
+    } else {
+        run_in::<R, Plain>(rt, spec, emit);
+    }
+}
+
+fn run_in<R: BenchRuntime, L: Layout>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
     let n = spec.tasks.max(2);
     let s = (n / 2).max(1);
-    let sems: Arc<[Semaphore]> = (0..s).map(|_| Semaphore::counting(0)).collect();
+    let sems: Arc<[Semaphore<L>]> = (0..s).map(|_| Semaphore::counting(0)).collect();
     let counters = Arc::new(Counters::new(n));
-    let spawner = rt.spawner();
     let seed = spec.seed;
-    let joins: Vec<_> = (0..n)
-        .map(|i| {
+    let joins = {
+        let (sems, counters) = (sems.clone(), counters.clone());
+        spawn_tasks(rt, spec, n, 1, move |i| {
             let (sems, counters) = (sems.clone(), counters.clone());
-            spawner.spawn(async move {
+            async move {
                 let slot = counters.slot(i);
                 let mut rng = seeded_rng(seed, i as u64);
                 let (mut ops, mut blocked) = (0, 0);
@@ -42,15 +50,17 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
                         }
                     }
                 }
-            })
+            }
         })
-        .collect();
-    let w = measure(&counters, spec.warmup(), spec.duration(), None, 0);
+    };
+    let (w, moves) = measure_with_moves(rt, &counters, spec);
+    let mut metrics = vec![
+        Metric::new("ns/op", w.ns_per_op(), "ns"),
+        Metric::new("blocked", w.aux_percent(), "%"),
+    ];
+    metrics.extend(moves);
     emit(Outcome {
-        metrics: vec![
-            Metric::new("ns/op", w.ns_per_op(), "ns"),
-            Metric::new("blocked", w.aux_percent(), "%"),
-        ],
+        metrics,
         ..Outcome::default()
     });
     sems.iter().for_each(Semaphore::close);
