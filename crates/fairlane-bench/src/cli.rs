@@ -22,7 +22,8 @@ Every measurement runs in a child process with a deadline, so a starving, hangin
 crashing runtime is reported as such and never stops the suite. Runtimes alternate run \
 by run. The table shows, for each workload and configuration, the median over the runs \
 with (min-max), and how many times better fairlane is than each peer (peer / fairlane \
-for costs: >1x means fairlane is ahead, <1x behind).
+for costs: >1x means fairlane is ahead, <1x behind): the median (min-max) of the paired \
+ratios of each round's runs.
 
 Workloads: cycle, yield, churn, locality, transfer, \
 transfer-park run loaded and lightly loaded at each processor count (transfer needs at \
@@ -33,7 +34,14 @@ per operation; fairlane on both backends, the same protocol code on tokio, and r
 -t N where it is installed) and http (a hyper HTTP/1.1 server, 32 keep-alive loopback connections \
 GETting a small body, with server CPU per request; fairlane on both backends and tokio, the \
 same hyper code on each) at each processor count; http-axum (the same clients against one \
-axum route served by fairlane::axum::serve and by axum::serve on tokio) at the smallest.";
+axum route served by fairlane::axum::serve and by axum::serve on tokio) at the smallest.
+
+cycle and churn also run, loaded, in the shape ordinary programs have: every task spawned \
+from the block_on future, plain (unpadded) semaphores sharing cache lines, futures boxed \
+(rows `cycle (plain,boxed)`, `churn (plain,boxed)`); --spawn, --padded and --boxed choose \
+the shapes instead. For fairlane, cycle, churn and yield report where its tasks moved \
+between processors per 1000 operations, by cause (moved help, rebalance, steal, wake; \
+handoffs).";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]
