@@ -1,7 +1,7 @@
 //! Command-line options.
 //!
-//! With no options the suite runs its quick configuration (about two minutes
-//! on a 2-core machine); `--full` lengthens every setting, and each option
+//! With no options the suite runs its quick configuration (about two and a
+//! half minutes on a 2-core machine); `--full` lengthens every setting, and each option
 //! overrides one.
 
 use crate::spec::{RuntimeKind, SpawnFrom, Workload, YesNo};

@@ -245,9 +245,7 @@ impl YesNo {
 
 /// How the shaped workloads (cycle, churn, yield) build their tasks and
 /// synchronisation objects: the same on every runtime.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
-)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Shape {
     /// Where the tasks are spawned from.
     pub spawn: SpawnFrom,

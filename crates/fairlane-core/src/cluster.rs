@@ -14,8 +14,8 @@ use crossbeam_utils::CachePadded;
 
 use alloc::sync::Arc;
 
-use crate::registry::{Registry, RegistryPlace, RegistrySlot, Shard, TaskState};
 use crate::lane::Locality;
+use crate::registry::{Registry, RegistryPlace, RegistrySlot, Shard, TaskState};
 use crate::scheduler::Scheduler;
 use crate::sync::{AtomicBool, AtomicU32, Ordering, SpinLock};
 use crate::task::raw::{self, Runnable};

@@ -75,7 +75,13 @@ pub(crate) type Join = Pin<Box<dyn Future<Output = ()> + Send>>;
 /// multiple of `group` (whole cycle rings stay with one spawner); each
 /// future boxed as `Pin<Box<dyn Future + Send>>` first if the shape boxes.
 /// Returns the join futures, in task order.
-pub(crate) fn spawn_tasks<R, F, Fut>(rt: &R, spec: &ChildSpec, n: usize, group: usize, make: F) -> Vec<Join>
+pub(crate) fn spawn_tasks<R, F, Fut>(
+    rt: &R,
+    spec: &ChildSpec,
+    n: usize,
+    group: usize,
+    make: F,
+) -> Vec<Join>
 where
     R: BenchRuntime,
     F: Fn(usize) -> Fut + Send + Sync + 'static,
@@ -106,9 +112,8 @@ where
                     .windows(2)
                     .map(|b| {
                         let (sp, one, range) = (spawner.clone(), one.clone(), b[0]..b[1]);
-                        spawner.spawn(async move {
-                            range.map(|i| one(&sp, i)).collect::<Vec<Join>>()
-                        })
+                        spawner
+                            .spawn(async move { range.map(|i| one(&sp, i)).collect::<Vec<Join>>() })
                     })
                     .collect();
                 let mut joins = Vec::with_capacity(n);
@@ -125,16 +130,24 @@ where
 /// (see [`measure`]), reading the runtime's move counters
 /// ([`BenchRuntime::moves`]) as the window opens and closes: the window,
 /// and each cause's moves per 1000 operations as metrics (none for a
-/// runtime that does not count them).
+/// runtime that does not count them, nor on one processor, where nothing
+/// moves).
 pub(crate) fn measure_with_moves<R: BenchRuntime>(
     rt: &R,
     counters: &Counters,
     spec: &ChildSpec,
 ) -> (Window, Vec<Metric>) {
+    let moves = || {
+        if rt.processors() > 1 {
+            rt.moves()
+        } else {
+            None
+        }
+    };
     std::thread::sleep(spec.warmup());
-    let before = rt.moves();
+    let before = moves();
     let w = measure(counters, Duration::ZERO, spec.duration(), None, 0);
-    let after = rt.moves();
+    let after = moves();
     let metrics = match (before, after) {
         (Some(b), Some(a)) if w.delta.ops > 0 => MOVE_CAUSES
             .iter()
