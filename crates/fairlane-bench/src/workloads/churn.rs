@@ -26,12 +26,21 @@ fn run_in<R: BenchRuntime, L: Layout>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) 
     let s = (n / 2).max(1);
     let sems: Arc<[Semaphore<L>]> = (0..s).map(|_| Semaphore::counting(0)).collect();
     let counters = Arc::new(Counters::new(n));
+    // Every task waits here until all are spawned: a task that posts
+    // while no other waits takes its own permit back at once and never
+    // returns `Pending`, so tasks started before the first waiters exist
+    // (those of a spawner that ran first, `--spawn spread`) could keep
+    // every processor and the remaining spawners from running.
+    let gate = Arc::new(Semaphore::<Padded>::counting_with_capacity(0, n));
     let seed = spec.seed;
     let joins = {
-        let (sems, counters) = (sems.clone(), counters.clone());
+        let (sems, counters, gate) = (sems.clone(), counters.clone(), gate.clone());
         spawn_tasks(rt, spec, n, 1, move |i| {
-            let (sems, counters) = (sems.clone(), counters.clone());
+            let (sems, counters, gate) = (sems.clone(), counters.clone(), gate.clone());
             async move {
+                if gate.wait().await.is_err() {
+                    return;
+                }
                 let slot = counters.slot(i);
                 let mut rng = seeded_rng(seed, i as u64);
                 let (mut ops, mut blocked) = (0, 0);
@@ -53,6 +62,7 @@ fn run_in<R: BenchRuntime, L: Layout>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) 
             }
         })
     };
+    (0..n).for_each(|_| gate.post());
     let (w, moves) = measure_with_moves(rt, &counters, spec);
     let mut metrics = vec![
         Metric::new("ns/op", w.ns_per_op(), "ns"),
@@ -64,5 +74,6 @@ fn run_in<R: BenchRuntime, L: Layout>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) 
         ..Outcome::default()
     });
     sems.iter().for_each(Semaphore::close);
+    gate.close();
     join_all(rt, joins);
 }
