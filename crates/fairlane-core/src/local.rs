@@ -84,11 +84,25 @@ pub(crate) struct Local {
     /// another processor polled last compares its address with it to count
     /// the move by its cause (`Scheduler::note_moved`). Written only on those
     /// takes, never on a pop from the own lanes.
-    pub(crate) taken: AtomicUsize,
-    pub(crate) taken_by: AtomicU8,
+    pub(crate) taken: stat::AtomicUsize,
+    pub(crate) taken_by: stat::AtomicU8,
     /// Whether the last help check that took a task was a rebalance (the
     /// owner was on time) rather than a rescue (the owner was late).
-    pub(crate) helped_by_rebalance: AtomicBool,
+    pub(crate) helped_by_rebalance: stat::AtomicBool,
+}
+
+/// The atomics of statistics that no protocol reads (the move counters and
+/// what they are derived from): `core`'s even under loom, so that the
+/// models do not explore them.
+pub(crate) mod stat {
+    pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+
+    /// [`bump`](super::bump) for a statistics counter.
+    #[inline]
+    pub(crate) fn bump(counter: &AtomicU64) {
+        let value = counter.load(super::Ordering::Relaxed).wrapping_add(1);
+        counter.store(value, super::Ordering::Relaxed);
+    }
 }
 
 /// `Local::taken_by`: how the task at `Local::taken` came here.
@@ -110,12 +124,12 @@ pub(crate) struct Counters {
     pub(crate) host_parks: AtomicU64,
     pub(crate) helps: AtomicU64,
     pub(crate) steals: AtomicU64,
-    pub(crate) rebalances: AtomicU64,
-    pub(crate) moved_help: AtomicU64,
-    pub(crate) moved_rebalance: AtomicU64,
-    pub(crate) moved_steal: AtomicU64,
-    pub(crate) moved_wake: AtomicU64,
-    pub(crate) handoffs: AtomicU64,
+    pub(crate) rebalances: stat::AtomicU64,
+    pub(crate) moved_help: stat::AtomicU64,
+    pub(crate) moved_rebalance: stat::AtomicU64,
+    pub(crate) moved_steal: stat::AtomicU64,
+    pub(crate) moved_wake: stat::AtomicU64,
+    pub(crate) handoffs: stat::AtomicU64,
 }
 
 /// Adds one to an owner-written counter without a read-modify-write, and
@@ -156,9 +170,9 @@ impl Local {
             unannounced: AtomicBool::new(false),
             kept: AtomicBool::new(false),
             centroid: AtomicUsize::new(0),
-            taken: AtomicUsize::new(0),
-            taken_by: AtomicU8::new(0),
-            helped_by_rebalance: AtomicBool::new(false),
+            taken: stat::AtomicUsize::new(0),
+            taken_by: stat::AtomicU8::new(0),
+            helped_by_rebalance: stat::AtomicBool::new(false),
         }
     }
 

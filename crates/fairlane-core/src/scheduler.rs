@@ -9,7 +9,7 @@ use alloc::vec::Vec;
 
 use crate::idle::Idle;
 use crate::lane::Locality;
-use crate::local::{TAKEN_BY_HELP, TAKEN_BY_REBALANCE, TAKEN_BY_STEAL};
+use crate::local::{stat, TAKEN_BY_HELP, TAKEN_BY_REBALANCE, TAKEN_BY_STEAL};
 use crate::queue::{bump, ReadyQueue, Source, RELEASED, REMOVED};
 use crate::sync::{fence, Ordering};
 use crate::wake_slot::IntoRaw;
@@ -209,7 +209,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
                 continue;
             }
             self.queue.push_remote(Some(q), item, priority)?;
-            bump(&self.queue.local[p].counters.handoffs);
+            stat::bump(&self.queue.local[p].counters.handoffs);
             self.queue.local[q].kept.store(true, Ordering::Relaxed);
             self.idle.wake(q, &self.host);
             return Ok(());
@@ -579,7 +579,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
             Source::Help => {
                 bump(&counters.helps);
                 if local.helped_by_rebalance.load(Ordering::Relaxed) {
-                    bump(&counters.rebalances);
+                    stat::bump(&counters.rebalances);
                     TAKEN_BY_REBALANCE
                 } else {
                     TAKEN_BY_HELP
@@ -624,7 +624,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
         } else {
             0
         };
-        bump(match taken_by {
+        stat::bump(match taken_by {
             TAKEN_BY_HELP => &counters.moved_help,
             TAKEN_BY_REBALANCE => &counters.moved_rebalance,
             TAKEN_BY_STEAL => &counters.moved_steal,
@@ -827,6 +827,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     pub fn counters(&self, p: usize) -> ProcessorCounters {
         let c = &self.queue.local[p].counters;
         let get = |a: &crate::sync::AtomicU64| a.load(Ordering::Relaxed);
+        let stat_get = |a: &stat::AtomicU64| a.load(Ordering::Relaxed);
         ProcessorCounters {
             iterations: get(&c.iterations),
             polls: get(&c.polls),
@@ -835,12 +836,12 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
             host_parks: get(&c.host_parks),
             helps: get(&c.helps),
             steals: get(&c.steals),
-            rebalances: get(&c.rebalances),
-            moved_help: get(&c.moved_help),
-            moved_rebalance: get(&c.moved_rebalance),
-            moved_steal: get(&c.moved_steal),
-            moved_wake: get(&c.moved_wake),
-            handoffs: get(&c.handoffs),
+            rebalances: stat_get(&c.rebalances),
+            moved_help: stat_get(&c.moved_help),
+            moved_rebalance: stat_get(&c.moved_rebalance),
+            moved_steal: stat_get(&c.moved_steal),
+            moved_wake: stat_get(&c.moved_wake),
+            handoffs: stat_get(&c.handoffs),
         }
     }
 }
