@@ -4,7 +4,8 @@
 //! moment and a post usually hands off to a waiter, whose place the poster's
 //! own wait then takes. Wake-ups come from arbitrary processors. One
 //! operation is one post + wait; the suite also reports the percentage of
-//! operations whose wait blocked (about 50-70%).
+//! operations whose wait blocked (about 50-70%). The tasks start their
+//! loops together, once all are spawned.
 
 use super::{join_all, measure_with_moves, spawn_tasks, Emit};
 use crate::harness::{seeded_rng, Counters};
