@@ -1,10 +1,10 @@
 //! Command-line options.
 //!
-//! With no options the suite runs its quick configuration (about two minutes
-//! on a 2-core machine); `--full` lengthens every setting, and each option
+//! With no options the suite runs its quick configuration (about two and a
+//! half minutes on a 2-core machine); `--full` lengthens every setting, and each option
 //! overrides one.
 
-use crate::spec::{RuntimeKind, Workload};
+use crate::spec::{RuntimeKind, SpawnFrom, Workload, YesNo};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
@@ -22,7 +22,8 @@ Every measurement runs in a child process with a deadline, so a starving, hangin
 crashing runtime is reported as such and never stops the suite. Runtimes alternate run \
 by run. The table shows, for each workload and configuration, the median over the runs \
 with (min-max), and how many times better fairlane is than each peer (peer / fairlane \
-for costs: >1x means fairlane is ahead, <1x behind).
+for costs: >1x means fairlane is ahead, <1x behind): the median (min-max) of the paired \
+ratios of each round's runs.
 
 Workloads: cycle, yield, churn, locality, transfer, \
 transfer-park run loaded and lightly loaded at each processor count (transfer needs at \
@@ -33,7 +34,14 @@ per operation; fairlane on both backends, the same protocol code on tokio, and r
 -t N where it is installed) and http (a hyper HTTP/1.1 server, 32 keep-alive loopback connections \
 GETting a small body, with server CPU per request; fairlane on both backends and tokio, the \
 same hyper code on each) at each processor count; http-axum (the same clients against one \
-axum route served by fairlane::axum::serve and by axum::serve on tokio) at the smallest.";
+axum route served by fairlane::axum::serve and by axum::serve on tokio) at the smallest.
+
+cycle and churn also run, loaded, in the shape ordinary programs have: every task spawned \
+from the block_on future, plain (unpadded) semaphores sharing cache lines, futures boxed \
+(rows `cycle (plain,boxed)`, `churn (plain,boxed)`); --spawn, --padded and --boxed choose \
+the shapes instead. For fairlane, cycle, churn and yield report where its tasks moved \
+between processors per 1000 operations, by cause (moved help, rebalance, steal, wake; \
+handoffs).";
 
 /// Command line of `fairlane-bench`.
 #[derive(Debug, Parser)]
@@ -62,9 +70,34 @@ pub struct Cli {
     #[arg(long, value_parser = parse_duration, value_name = "TIME")]
     pub warmup: Option<Duration>,
 
-    /// Runs per runtime and configuration (at least 1; medians want 5 or more).
-    #[arg(long, default_value_t = 5, value_name = "N")]
-    pub runs: usize,
+    /// Runs (rounds) per runtime and configuration (at least 1; medians
+    /// want 5 or more). Default: 5 (quick), 9 (--full). Runtimes alternate
+    /// round by round, and the ratios are medians of each round's paired
+    /// ratio.
+    #[arg(long, value_name = "N")]
+    pub runs: Option<usize>,
+
+    /// cycle, churn, yield: where tasks are spawned from: `main` (all from
+    /// the future given to `block_on`) or `spread` (one spawner task per
+    /// processor). A list measures each. Giving any of --spawn, --padded,
+    /// --boxed measures every combination of them (the others at the
+    /// suite's shape: main, padded, unboxed); giving none measures the
+    /// suite's shape and, loaded only, the ordinary program's
+    /// (main, plain, boxed).
+    #[arg(long, value_delimiter = ',', value_enum, value_name = "main|spread")]
+    pub spawn: Vec<SpawnFrom>,
+
+    /// cycle, churn: semaphores on cache lines of their own (`yes`) or
+    /// plain consecutive objects that share lines (`no`). A list measures
+    /// each.
+    #[arg(long, value_delimiter = ',', value_enum, value_name = "yes|no")]
+    pub padded: Vec<YesNo>,
+
+    /// cycle, churn, yield: task futures boxed as `Pin<Box<dyn Future +
+    /// Send>>` before spawning (`--boxed` alone: yes). A list measures each.
+    #[arg(long, value_delimiter = ',', value_enum, num_args = 0..=1,
+          default_missing_value = "yes", value_name = "yes|no")]
+    pub boxed: Vec<YesNo>,
 
     /// Workloads to run (comma-separated). Default: all.
     #[arg(long, value_delimiter = ',', value_enum, value_name = "NAME,..")]
@@ -194,5 +227,24 @@ mod tests {
         assert_eq!(cli.workloads, [Workload::Cycle, Workload::TransferPark]);
         assert_eq!(cli.runtimes, [RuntimeKind::Fairlane, RuntimeKind::Tokio]);
         assert_eq!(cli.tasks_per_processor, [100, 5]);
+        assert!(cli.spawn.is_empty() && cli.padded.is_empty() && cli.boxed.is_empty());
+    }
+
+    #[test]
+    fn shape_options_parse() {
+        let cli = Cli::try_parse_from([
+            "fairlane-bench",
+            "--spawn",
+            "main,spread",
+            "--padded",
+            "no",
+            "--boxed",
+        ])
+        .unwrap();
+        assert_eq!(cli.spawn, [SpawnFrom::Main, SpawnFrom::Spread]);
+        assert_eq!(cli.padded, [YesNo::No]);
+        assert_eq!(cli.boxed, [YesNo::Yes]);
+        let cli = Cli::try_parse_from(["fairlane-bench", "--boxed", "yes,no"]).unwrap();
+        assert_eq!(cli.boxed, [YesNo::Yes, YesNo::No]);
     }
 }

@@ -1,7 +1,7 @@
 //! `fairlane-bench`: fairlane's evaluation suite.
 //!
-//! `cargo run --release -p fairlane-bench` runs the quick suite (about two
-//! minutes on a 2-core machine) and prints one table comparing fairlane with
+//! `cargo run --release -p fairlane-bench` runs the quick suite (about two and
+//! a half minutes on a 2-core machine) and prints one table comparing fairlane with
 //! tokio's multi-thread runtime and async-executor on the scheduler
 //! workloads (`--help` lists them), and with monoio (thread-per-core, io_uring) on the echo
 //! workload. `--help` lists the options.

@@ -32,10 +32,9 @@ fn color(r: RuntimeKind) -> RGBColor {
 pub fn scaling(path: &Path, cfg: &Config, rows: &[Row], w: Workload) -> PlotResult<bool> {
     let metric = primary_metric(w);
     let mut lines: BTreeMap<LineKey, Vec<(f64, f64)>> = BTreeMap::new();
-    for row in rows
-        .iter()
-        .filter(|r| r.cell.workload == w && r.metric == metric)
-    {
+    for row in rows.iter().filter(|r| {
+        r.cell.workload == w && r.metric == metric && r.cell.shape == crate::spec::Shape::SUITE
+    }) {
         for (&rt, fig) in &row.figures {
             if let Some(m) = fig.median().filter(|m| m.is_finite()) {
                 lines

@@ -20,6 +20,8 @@ use std::path::Path;
 pub struct Figure {
     /// Values of the successful runs.
     pub values: Vec<f64>,
+    /// The run (round) of each value, for paired ratios.
+    pub runs: Vec<usize>,
     /// Runs that did not succeed, and the first such status.
     pub failed: usize,
     pub failure: Option<Status>,
@@ -86,12 +88,34 @@ impl Row {
         }
     }
 
-    /// Whether ratios make sense (a cost, not a descriptive share).
+    /// Whether ratios make sense (a cost, not a descriptive share or
+    /// count).
     pub fn is_cost(&self) -> bool {
-        !matches!(
+        !(matches!(
             self.metric.as_str(),
-            "blocked" | "moved" | "apart" | "req/s" | "ops/s"
-        )
+            "blocked" | "moved" | "apart" | "req/s" | "ops/s" | "handoffs"
+        ) || self.metric.starts_with("moved "))
+    }
+
+    /// The paired ratios peer / fairlane of the rounds in which both
+    /// succeeded: each round's runs ran back to back, so slow drift of the
+    /// machine cancels out of each ratio.
+    pub fn paired_ratios(&self, peer: RuntimeKind) -> Vec<f64> {
+        let (Some(fl), Some(other)) = (
+            self.figures.get(&RuntimeKind::Fairlane),
+            self.figures.get(&peer),
+        ) else {
+            return Vec::new();
+        };
+        fl.runs
+            .iter()
+            .zip(&fl.values)
+            .filter_map(|(run, &f)| {
+                let i = other.runs.iter().position(|r| r == run)?;
+                let o = other.values[i];
+                (f > 0.0 && f.is_finite() && o.is_finite()).then(|| o / f)
+            })
+            .collect()
     }
 
     /// How many times better fairlane is than `peer` on this row, as text.
@@ -120,10 +144,15 @@ impl Row {
         if let Some(text) = failed("fairlane", fl).or_else(|| failed(peer.name(), other)) {
             return text;
         }
-        match (fl.median(), other.median()) {
-            (Some(f), Some(o)) if f > 0.0 && f.is_finite() && o.is_finite() => {
-                format!("{:.2}×", o / f)
+        let paired = Figure {
+            values: self.paired_ratios(peer),
+            ..Figure::default()
+        };
+        match (paired.median(), paired.min_max()) {
+            (Some(m), Some((lo, hi))) if paired.values.len() > 1 => {
+                format!("{m:.2}× ({lo:.2}–{hi:.2})")
             }
+            (Some(m), _) => format!("{m:.2}×"),
             _ => "-".to_string(),
         }
     }
@@ -152,6 +181,7 @@ pub fn rows(cfg: &Config, results: &Results) -> Vec<Row> {
                 if r.outcome.status == Status::Ok {
                     if let Some(m) = r.outcome.metrics.iter().find(|m| m.name == metric) {
                         f.values.push(m.value);
+                        f.runs.push(r.run);
                     }
                 } else {
                     f.failed += 1;
@@ -201,7 +231,7 @@ pub fn table(cfg: &Config, rows: &[Row]) -> String {
     let mut lines: Vec<Vec<String>> = Vec::new();
     for row in rows {
         let mut line = vec![
-            row.cell.workload.name().to_string(),
+            row.cell.workload_label(),
             row.cell.processors.to_string(),
             row.cell.tasks_label(),
             row.label(),
@@ -261,9 +291,22 @@ pub fn notes(cfg: &Config, rows: &[Row], results: &Results) -> String {
     let _ = writeln!(
         out,
         "Figures: median (min–max) over {} run(s); \"+k starved\" = k further runs starved. \
-         Ratios: peer / fairlane (>1× fairlane ahead, <1× behind). p = processors; tasks per processor.",
+         Ratios: peer / fairlane (>1× fairlane ahead, <1× behind), the median (min–max) of the \
+         rounds' paired ratios (runtimes alternate round by round). p = processors; tasks per processor.",
         cfg.runs
     );
+    if rows.iter().any(|r| r.metric.starts_with("moved ")) {
+        let _ = writeln!(
+            out,
+            "moved <cause> (fairlane only): polls of a task that the other processor polled last, \
+             per 1000 operations, by how it came: help (rescue of a late processor's work), \
+             rebalance, steal, wake (placed on the processor by a wake there, a sleeping \
+             processor's hand-off, or an outside push); handoffs: tasks a sleeping processor \
+             handed to an awake one, per 1000 operations. Shapes: (spread) one spawner per \
+             processor, else all spawned from the block_on future; (plain) unpadded semaphores \
+             sharing cache lines; (boxed) futures boxed as Pin<Box<dyn Future + Send>>."
+        );
+    }
     let wake = |rt: RuntimeKind, metric: &str| {
         rows.iter()
             .find(|r| r.cell.workload == Workload::Wake && r.metric == metric)
@@ -293,7 +336,7 @@ pub fn notes(cfg: &Config, rows: &[Row], results: &Results) -> String {
                 out,
                 "- {} {} p={} tasks={} run {}: {}{}",
                 r.runtime.name(),
-                r.cell.workload.name(),
+                r.cell.workload_label(),
                 r.cell.processors,
                 r.cell.tasks_label(),
                 r.run + 1,
@@ -441,17 +484,59 @@ mod tests {
     fn figure_text_shows_median_range_and_failures() {
         let f = Figure {
             values: vec![3.0, 1.0, 2.0],
+            runs: vec![0, 1, 2],
             failed: 0,
             failure: None,
         };
         assert_eq!(f.text(), "2.00 (1.00–3.00)");
         let g = Figure {
             values: vec![],
+            runs: vec![],
             failed: 1,
             failure: Some(Status::Starved),
         };
         assert_eq!(g.text(), "starved");
         assert_eq!(Figure::default().text(), "-");
+    }
+
+    #[test]
+    fn ratios_pair_runs_of_the_same_round() {
+        use crate::spec::Shape;
+        let figure = |values: Vec<f64>, runs: Vec<usize>| Figure {
+            values,
+            runs,
+            ..Figure::default()
+        };
+        let mut figures = BTreeMap::new();
+        // fairlane failed round 1; tokio's round 2 is slow: paired, the
+        // rounds give 2, 3 and (round 3) 1.5.
+        figures.insert(
+            RuntimeKind::Fairlane,
+            figure(vec![10.0, 10.0, 20.0], vec![0, 2, 3]),
+        );
+        figures.insert(
+            RuntimeKind::Tokio,
+            figure(vec![20.0, 5.0, 30.0, 30.0], vec![0, 1, 2, 3]),
+        );
+        let row = Row {
+            cell: Cell {
+                workload: Workload::Cycle,
+                processors: 2,
+                tasks_per_processor: Some(100),
+                shape: Shape::USER,
+            },
+            metric: "ns/op".to_string(),
+            unit: "ns".to_string(),
+            figures,
+        };
+        assert_eq!(row.paired_ratios(RuntimeKind::Tokio), [2.0, 3.0, 1.5]);
+        assert_eq!(row.ratio_text(RuntimeKind::Tokio), "2.00× (1.50–3.00)");
+        assert_eq!(row.cell.workload_label(), "cycle (plain,boxed)");
+        let moved = Row {
+            metric: "moved steal".to_string(),
+            ..row
+        };
+        assert_eq!(moved.ratio_text(RuntimeKind::Tokio), "-");
     }
 
     #[test]

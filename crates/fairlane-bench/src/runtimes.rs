@@ -42,6 +42,16 @@ pub trait BenchRuntime: Sized + 'static {
     /// The runtime's own `yield_now`.
     fn yield_now() -> impl Future<Output = ()> + Send;
 
+    /// The number of processors.
+    fn processors(&self) -> usize;
+
+    /// The scheduler's counts of tasks moving between processors, by
+    /// cause, summed over its processors: [`MOVE_CAUSES`] in order. `None`:
+    /// the runtime counts none (only fairlane does).
+    fn moves(&self) -> Option<[u64; MOVE_CAUSES.len()]> {
+        None
+    }
+
     /// Starts a TCP echo server on `listener` with the runtime's own network
     /// API (one task per connection), returning once it is accepting. The
     /// default: the runtime has none.
@@ -88,6 +98,17 @@ pub trait BenchRuntime: Sized + 'static {
         ))
     }
 }
+
+/// The metric names of [`BenchRuntime::moves`]' counts: polls of a task
+/// that another processor polled last, by how it came (help, rebalance,
+/// steal, wake path), and the tasks a sleeping processor handed over.
+pub const MOVE_CAUSES: [&str; 5] = [
+    "moved help",
+    "moved rebalance",
+    "moved steal",
+    "moved wake",
+    "handoffs",
+];
 
 /// The memcached state every server of the workload starts from.
 fn memcached_state(processors: usize) -> std::sync::Arc<fairlane_memcached::protocol::Shared> {
@@ -164,6 +185,27 @@ mod fairlane_rt {
 
         fn yield_now() -> impl Future<Output = ()> + Send {
             fairlane::yield_now()
+        }
+
+        fn processors(&self) -> usize {
+            self.0.metrics().processors.len()
+        }
+
+        fn moves(&self) -> Option<[u64; MOVE_CAUSES.len()]> {
+            let mut sum = [0; MOVE_CAUSES.len()];
+            for p in self.0.metrics().processors {
+                let counts = [
+                    p.moved_help,
+                    p.moved_rebalance,
+                    p.moved_steal,
+                    p.moved_wake,
+                    p.handoffs,
+                ];
+                for (s, c) in sum.iter_mut().zip(counts) {
+                    *s += c;
+                }
+            }
+            Some(sum)
         }
 
         fn echo_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
@@ -289,6 +331,10 @@ mod tokio_rt {
 
         fn yield_now() -> impl Future<Output = ()> + Send {
             tokio::task::yield_now()
+        }
+
+        fn processors(&self) -> usize {
+            self.0.metrics().num_workers()
         }
 
         fn echo_serve(&self, listener: std::net::TcpListener) -> io::Result<()> {
@@ -419,7 +465,7 @@ mod async_executor_rt {
 
         fn build(spec: &ChildSpec) -> io::Result<Self> {
             let executor = Arc::new(Executor::new());
-            let shutdown = Arc::new(Semaphore::binary(false));
+            let shutdown = Arc::new(Semaphore::<crate::sync::Padded>::binary(false));
             let threads = (0..spec.processors)
                 .map(|i| {
                     let (ex, stop) = (executor.clone(), shutdown.clone());
@@ -449,6 +495,10 @@ mod async_executor_rt {
 
         fn yield_now() -> impl Future<Output = ()> + Send {
             futures_lite::future::yield_now()
+        }
+
+        fn processors(&self) -> usize {
+            self.threads.len()
         }
     }
 

@@ -204,6 +204,101 @@ impl RuntimeKind {
     }
 }
 
+/// Where a workload's tasks are spawned from (`--spawn`).
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum SpawnFrom {
+    /// Every task from the future given to `block_on` (the driver thread,
+    /// which is none of the runtime's workers), as a program's `main` does.
+    #[default]
+    Main,
+    /// One spawner task per processor, each spawning its share (whole
+    /// rings, for cycle) from inside the runtime.
+    Spread,
+}
+
+/// A yes/no option value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum YesNo {
+    Yes,
+    No,
+}
+
+impl YesNo {
+    pub fn yes(self) -> bool {
+        self == YesNo::Yes
+    }
+}
+
+/// How the shaped workloads (cycle, churn, yield) build their tasks and
+/// synchronisation objects: the same on every runtime.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Shape {
+    /// Where the tasks are spawned from.
+    pub spawn: SpawnFrom,
+    /// Semaphores (and their queued wakers) on cache lines of their own
+    /// (`sync::Padded`), or plain consecutive objects (`sync::Plain`).
+    pub padded: bool,
+    /// Task futures boxed as `Pin<Box<dyn Future + Send>>` before spawning.
+    pub boxed: bool,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape::SUITE
+    }
+}
+
+impl Shape {
+    /// The suite's own shape: spawned from `main`, padded, unboxed.
+    pub const SUITE: Shape = Shape {
+        spawn: SpawnFrom::Main,
+        padded: true,
+        boxed: false,
+    };
+
+    /// The shape ordinary programs have: spawned from `main`, plain
+    /// (unpadded) semaphores, boxed futures.
+    pub const USER: Shape = Shape {
+        spawn: SpawnFrom::Main,
+        padded: false,
+        boxed: true,
+    };
+
+    /// Whether `w` is built as a shape says (the others ignore it).
+    pub fn applies_to(w: Workload) -> bool {
+        matches!(w, Workload::Cycle | Workload::Churn | Workload::Yield)
+    }
+
+    /// What differs from [`Shape::SUITE`], e.g. `plain,boxed`; empty for it.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if self.spawn == SpawnFrom::Spread {
+            parts.push("spread");
+        }
+        if !self.padded {
+            parts.push("plain");
+        }
+        if self.boxed {
+            parts.push("boxed");
+        }
+        parts.join(",")
+    }
+}
+
 /// One measurement, as handed to a child process.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ChildSpec {
@@ -223,6 +318,9 @@ pub struct ChildSpec {
     /// fairlane's scheduler settings (the peers ignore them).
     #[serde(default)]
     pub fairlane: FairlaneKnobs,
+    /// How the shaped workloads build their tasks.
+    #[serde(default)]
+    pub shape: Shape,
 }
 
 /// fairlane builder settings to tune with; `None` keeps fairlane's default.

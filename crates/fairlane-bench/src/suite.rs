@@ -9,7 +9,9 @@
 //! run again in that cell.
 
 use crate::cli::Cli;
-use crate::spec::{ChildSpec, FairlaneKnobs, Metric, Outcome, RuntimeKind, Status, Workload};
+use crate::spec::{
+    ChildSpec, FairlaneKnobs, Metric, Outcome, RuntimeKind, Shape, SpawnFrom, Status, Workload,
+};
 use crate::supervisor::{run_child, ChildRun};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde::Serialize;
@@ -37,6 +39,11 @@ pub struct Config {
     /// Whether real memcached is installed (the memcached workload's
     /// `memcached` column).
     pub memcached_installed: bool,
+    /// The shapes cycle, churn and yield are measured in.
+    pub shapes: Vec<Shape>,
+    /// Shapes other than the suite's own are measured at the first load
+    /// level only (the default shapes; shapes asked for run at every load).
+    pub extra_shapes_first_load_only: bool,
 }
 
 impl Config {
@@ -56,7 +63,38 @@ impl Config {
         tasks.dedup();
         let pick =
             |quick: u64, full: u64| Duration::from_millis(if cli.full { full } else { quick });
+        let shaped = !(cli.spawn.is_empty() && cli.padded.is_empty() && cli.boxed.is_empty());
+        let shapes = if shaped {
+            let or = |v: Vec<bool>, d: bool| if v.is_empty() { vec![d] } else { v };
+            let spawns = if cli.spawn.is_empty() {
+                vec![SpawnFrom::Main]
+            } else {
+                cli.spawn.clone()
+            };
+            let padded = or(cli.padded.iter().map(|p| p.yes()).collect(), true);
+            let boxed = or(cli.boxed.iter().map(|b| b.yes()).collect(), false);
+            let mut shapes = Vec::new();
+            for &spawn in &spawns {
+                for &padded in &padded {
+                    for &boxed in &boxed {
+                        let shape = Shape {
+                            spawn,
+                            padded,
+                            boxed,
+                        };
+                        if !shapes.contains(&shape) {
+                            shapes.push(shape);
+                        }
+                    }
+                }
+            }
+            shapes
+        } else {
+            vec![Shape::SUITE, Shape::USER]
+        };
         Ok(Config {
+            shapes,
+            extra_shapes_first_load_only: !shaped,
             workloads: if cli.workloads.is_empty() {
                 Workload::ALL.to_vec()
             } else {
@@ -77,7 +115,7 @@ impl Config {
             tasks_per_processor: if tasks.is_empty() { vec![100] } else { tasks },
             warmup: cli.warmup.unwrap_or(pick(50, 200)),
             duration: cli.duration.unwrap_or(pick(200, 1000)),
-            runs: cli.runs.max(1),
+            runs: cli.runs.unwrap_or(if cli.full { 9 } else { 5 }).max(1),
             starve_threshold: cli.starve_threshold.unwrap_or(pick(1000, 5000)),
             rerun_failed: cli.full,
             child_slack: cli.child_slack,
@@ -118,15 +156,45 @@ impl Config {
                     vec![None]
                 };
                 for tpp in loads {
-                    cells.push(Cell {
-                        workload: w,
-                        processors: p,
-                        tasks_per_processor: tpp,
-                    });
+                    for shape in self.shapes_for(w) {
+                        if shape != Shape::SUITE
+                            && self.extra_shapes_first_load_only
+                            && tpp != self.tasks_per_processor.first().copied()
+                        {
+                            continue;
+                        }
+                        cells.push(Cell {
+                            workload: w,
+                            processors: p,
+                            tasks_per_processor: tpp,
+                            shape,
+                        });
+                    }
                 }
             }
         }
         cells
+    }
+
+    /// The shapes workload `w` is measured in: [`Config::shapes`] for the
+    /// shaped workloads (yield has no semaphores to pad, and by default
+    /// only its suite shape is measured), the suite's own for the others.
+    pub fn shapes_for(&self, w: Workload) -> Vec<Shape> {
+        if !Shape::applies_to(w) || (w == Workload::Yield && self.extra_shapes_first_load_only) {
+            return vec![Shape::SUITE];
+        }
+        let mut shapes: Vec<Shape> = Vec::new();
+        for &s in &self.shapes {
+            let s = if w == Workload::Yield {
+                Shape { padded: true, ..s }
+            } else {
+                s
+            };
+            if !shapes.contains(&s) {
+                shapes.push(s);
+            }
+        }
+        shapes
     }
 
     /// The runtimes measured in `cell` (wake adds the std-thread floor;
@@ -168,6 +236,7 @@ impl Config {
             starve_threshold_ms: self.starve_threshold.as_millis().max(1) as u64,
             seed: self.seed.wrapping_add(run as u64),
             fairlane: self.fairlane,
+            shape: cell.shape,
         }
     }
 
@@ -195,9 +264,23 @@ pub struct Cell {
     pub processors: usize,
     /// `None` for workloads without load levels.
     pub tasks_per_processor: Option<usize>,
+    /// How the tasks are built ([`Shape::SUITE`] for workloads without
+    /// shapes).
+    pub shape: Shape,
 }
 
 impl Cell {
+    /// The workload as shown in tables: its name, and the shape where it
+    /// is not the suite's own, e.g. `cycle (plain,boxed)`.
+    pub fn workload_label(&self) -> String {
+        let shape = self.shape.label();
+        if shape.is_empty() {
+            self.workload.name().to_string()
+        } else {
+            format!("{} ({shape})", self.workload.name())
+        }
+    }
+
     /// Total tasks handed to the workload.
     pub fn tasks(&self) -> usize {
         match (self.workload, self.tasks_per_processor) {
@@ -238,6 +321,11 @@ pub struct Sample {
     /// Total tasks of the run.
     pub tasks: usize,
     pub tasks_per_processor: Option<usize>,
+    /// Where the tasks were spawned from, whether the semaphores were
+    /// padded and the futures boxed (cycle, churn, yield).
+    pub spawn: SpawnFrom,
+    pub padded: bool,
+    pub boxed: bool,
     pub run: usize,
     pub metric: String,
     /// `null` where the run produced no value for the metric.
@@ -278,6 +366,9 @@ impl Results {
                 processors: r.cell.processors,
                 tasks: r.cell.tasks(),
                 tasks_per_processor: r.cell.tasks_per_processor,
+                spawn: r.cell.shape.spawn,
+                padded: r.cell.shape.padded,
+                boxed: r.cell.shape.boxed,
                 run: r.run,
                 metric: m.map_or_else(|| "-".to_string(), |m| m.name.clone()),
                 value: m.map(|m| m.value).filter(|v| v.is_finite()),
@@ -318,7 +409,7 @@ pub fn run(cfg: &Config) -> Results {
                 let runtime = runtimes[(k + run) % runtimes.len()];
                 bar.set_message(format!(
                     "{} p={} tasks={} {} run {}/{}",
-                    cell.workload.name(),
+                    cell.workload_label(),
                     cell.processors,
                     cell.tasks_label(),
                     runtime.name(),
@@ -335,7 +426,7 @@ pub fn run(cfg: &Config) -> Results {
                     let line = format!(
                         "{} {} p={} tasks={} run {}: {p}",
                         runtime.name(),
-                        cell.workload.name(),
+                        cell.workload_label(),
                         cell.processors,
                         cell.tasks_label(),
                         run + 1

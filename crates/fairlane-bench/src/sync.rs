@@ -22,15 +22,20 @@
 //!
 //! Wakers are always woken after the lock is released.
 //!
-//! Each semaphore, and each queued waker, has cache lines of its own. The
-//! workloads give neighbouring tasks neighbouring semaphores, and a
-//! scheduler may run neighbours on different processors: lines shared
-//! between them would make a figure depend on which neighbours happen to
-//! run apart (false sharing in the benchmark's own data), not on how the
-//! scheduler treats its tasks.
+//! In the [`Padded`] layout (the default) each semaphore, and each queued
+//! waker, has cache lines of its own. The workloads give neighbouring tasks
+//! neighbouring semaphores, and a scheduler may run neighbours on different
+//! processors: lines shared between them would make a figure depend on
+//! which neighbours happen to run apart (false sharing in the benchmark's
+//! own data), not on how the scheduler treats its tasks. The [`Plain`]
+//! layout is the same code without the padding, as ordinary programs
+//! allocate their synchronisation objects: neighbours share lines, and a
+//! scheduler that keeps neighbouring tasks together is rewarded for it
+//! (`--padded no`).
 
 use std::collections::VecDeque;
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 use std::pin::Pin;
 use std::sync::{Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
@@ -48,24 +53,81 @@ pub struct Acquired {
     pub blocked: bool,
 }
 
-struct State {
+/// How a semaphore lays out its state and its queued wakers: [`Padded`]
+/// (each on cache lines of its own) or [`Plain`] (no padding).
+pub trait Layout: Send + Sync + 'static {
+    /// What holds the semaphore's lock.
+    type Lock: Deref<Target = Mutex<State<Self>>> + From<Mutex<State<Self>>> + Send + Sync;
+    /// What holds one queued waker.
+    type Slot: DerefMut<Target = Option<Waker>> + From<Option<Waker>> + Send + Sync;
+    /// The waker a slot holds.
+    fn take(slot: Self::Slot) -> Option<Waker>;
+}
+
+/// Every semaphore and queued waker on cache lines of its own.
+pub struct Padded;
+
+/// No padding: consecutive semaphores share cache lines.
+pub struct Plain;
+
+impl Layout for Padded {
+    type Lock = CachePadded<Mutex<State<Self>>>;
+    type Slot = CachePadded<Option<Waker>>;
+    fn take(slot: Self::Slot) -> Option<Waker> {
+        CachePadded::into_inner(slot)
+    }
+}
+
+impl Layout for Plain {
+    type Lock = Bare<Mutex<State<Self>>>;
+    type Slot = Bare<Option<Waker>>;
+    fn take(slot: Self::Slot) -> Option<Waker> {
+        slot.0
+    }
+}
+
+/// A value as it is, for [`Plain`].
+pub struct Bare<T>(T);
+
+impl<T> From<T> for Bare<T> {
+    fn from(value: T) -> Self {
+        Bare(value)
+    }
+}
+
+impl<T> Deref for Bare<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.0
+    }
+}
+
+impl<T> DerefMut for Bare<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.0
+    }
+}
+
+/// A semaphore's state, behind its lock.
+pub struct State<L: Layout + ?Sized> {
     permits: usize,
     /// Tickets handed out so far.
     next_ticket: u64,
     /// Tickets granted so far; waiters with `ticket < served` own a permit.
     served: u64,
     /// Waker of ticket `served + i` at index `i`; `None` marks a cancelled wait.
-    waiters: VecDeque<CachePadded<Option<Waker>>>,
+    waiters: VecDeque<L::Slot>,
     closed: bool,
 }
 
-/// A binary or counting semaphore whose waits are futures.
-pub struct Semaphore {
+/// A binary or counting semaphore whose waits are futures, laid out as `L`
+/// says.
+pub struct Semaphore<L: Layout = Padded> {
     max_permits: usize,
-    state: CachePadded<Mutex<State>>,
+    state: L::Lock,
 }
 
-impl Semaphore {
+impl<L: Layout> Semaphore<L> {
     /// A binary semaphore: at most one permit, so two posts with nobody
     /// waiting leave one permit.
     pub fn binary(initially_set: bool) -> Self {
@@ -87,17 +149,18 @@ impl Semaphore {
     fn new(max_permits: usize, permits: usize, capacity: usize) -> Self {
         Semaphore {
             max_permits,
-            state: CachePadded::new(Mutex::new(State {
+            state: Mutex::new(State {
                 permits,
                 next_ticket: 0,
                 served: 0,
                 waiters: VecDeque::with_capacity(capacity),
                 closed: false,
-            })),
+            })
+            .into(),
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State<L>> {
         // A panicking task must not turn every other task's wait into a panic.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -108,7 +171,7 @@ impl Semaphore {
         if st.closed {
             return;
         }
-        while let Some(slot) = st.waiters.pop_front().map(CachePadded::into_inner) {
+        while let Some(slot) = st.waiters.pop_front().map(L::take) {
             st.served += 1;
             if let Some(waker) = slot {
                 drop(st);
@@ -122,7 +185,7 @@ impl Semaphore {
     }
 
     /// Waits for a permit.
-    pub fn wait(&self) -> Wait<'_> {
+    pub fn wait(&self) -> Wait<'_, L> {
         Wait {
             sem: self,
             ticket: None,
@@ -138,7 +201,7 @@ impl Semaphore {
             st.closed = true;
             std::mem::take(&mut st.waiters)
         };
-        for waker in waiters.into_iter().filter_map(CachePadded::into_inner) {
+        for waker in waiters.into_iter().filter_map(L::take) {
             waker.wake();
         }
     }
@@ -150,13 +213,13 @@ impl Semaphore {
 }
 
 /// The future returned by [`Semaphore::wait`].
-pub struct Wait<'a> {
-    sem: &'a Semaphore,
+pub struct Wait<'a, L: Layout = Padded> {
+    sem: &'a Semaphore<L>,
     ticket: Option<u64>,
     done: bool,
 }
 
-impl Future for Wait<'_> {
+impl<L: Layout> Future for Wait<'_, L> {
     type Output = Result<Acquired, Closed>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -175,8 +238,7 @@ impl Future for Wait<'_> {
                 }
                 let ticket = st.next_ticket;
                 st.next_ticket += 1;
-                st.waiters
-                    .push_back(CachePadded::new(Some(cx.waker().clone())));
+                st.waiters.push_back(Some(cx.waker().clone()).into());
                 this.ticket = Some(ticket);
                 Poll::Pending
             }
@@ -197,7 +259,7 @@ impl Future for Wait<'_> {
     }
 }
 
-impl Drop for Wait<'_> {
+impl<L: Layout> Drop for Wait<'_, L> {
     fn drop(&mut self) {
         let Some(ticket) = self.ticket else { return };
         if self.done {
@@ -242,7 +304,7 @@ mod tests {
 
     #[test]
     fn binary_caps_at_one_permit() {
-        let s = Semaphore::binary(false);
+        let s = Semaphore::<Padded>::binary(false);
         s.post();
         s.post();
         let f = Arc::new(Flag(0.into()));
@@ -255,7 +317,7 @@ mod tests {
 
     #[test]
     fn post_hands_off_fifo_and_repoll_does_not_requeue() {
-        let s = Semaphore::counting(0);
+        let s = Semaphore::<Padded>::counting(0);
         let (fa, fb) = (Arc::new(Flag(0.into())), Arc::new(Flag(0.into())));
         let mut a = s.wait();
         let mut b = s.wait();
@@ -276,7 +338,7 @@ mod tests {
 
     #[test]
     fn cancelled_waits_lose_no_permit() {
-        let s = Semaphore::counting(0);
+        let s = Semaphore::<Padded>::counting(0);
         let f = Arc::new(Flag(0.into()));
         let mut a = s.wait();
         let mut b = s.wait();
@@ -289,8 +351,24 @@ mod tests {
     }
 
     #[test]
+    fn plain_semaphores_share_lines_and_behave_alike() {
+        assert!(std::mem::size_of::<Semaphore<Plain>>() < 128);
+        assert!(std::mem::align_of::<Semaphore<Padded>>() >= 128);
+        let s = Semaphore::<Plain>::counting(0);
+        let f = Arc::new(Flag(0.into()));
+        let mut a = s.wait();
+        assert!(poll(&mut a, &f).is_pending());
+        s.post();
+        assert_eq!(wakes(&f), 1);
+        assert_eq!(
+            poll(&mut a, &f),
+            Poll::Ready(Ok(Acquired { blocked: true }))
+        );
+    }
+
+    #[test]
     fn close_wakes_and_fails_waits() {
-        let s = Semaphore::binary(false);
+        let s = Semaphore::<Padded>::binary(false);
         let f = Arc::new(Flag(0.into()));
         let mut a = s.wait();
         assert!(poll(&mut a, &f).is_pending());

@@ -56,13 +56,20 @@ fn run_briefly(name: &str, args: &[&str]) -> (Output, Vec<Value>) {
     (out, samples)
 }
 
-/// Checks that every sample is ok and positive: what was measured, as
-/// (runtime, processors, metric).
+/// Whether a sample is one of fairlane's move counts, which may be 0.
+fn is_move_count(s: &Value) -> bool {
+    let m = s["metric"].as_str().unwrap();
+    m.starts_with("moved ") || m == "handoffs"
+}
+
+/// Checks that every sample is ok and positive (move counts: not
+/// negative): what was measured, as (runtime, processors, metric).
 fn every_sample_positive(samples: &[Value]) -> BTreeSet<(String, u64, String)> {
     let mut seen = BTreeSet::new();
     for s in samples {
         assert_eq!(s["status"], "ok", "{s}");
-        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+        let v = s["value"].as_f64().unwrap();
+        assert!(v > 0.0 || (is_move_count(s) && v == 0.0), "{s}");
         seen.insert((
             s["runtime"].as_str().unwrap().to_string(),
             s["processors"].as_u64().unwrap(),
@@ -165,8 +172,21 @@ fn every_workload_on_every_runtime_has_the_right_shape() {
         .map(|s| s["metric"].as_str().unwrap())
         .collect();
     for m in [
-        "ns/op", "blocked", "moved", "apart", "ns/spawn", "B/task", "wake p50", "wake p99",
-        "wake max", "cpu",
+        "ns/op",
+        "blocked",
+        "moved",
+        "apart",
+        "ns/spawn",
+        "B/task",
+        "wake p50",
+        "wake p99",
+        "wake max",
+        "cpu",
+        "moved help",
+        "moved rebalance",
+        "moved steal",
+        "moved wake",
+        "handoffs",
     ] {
         assert!(metrics.contains(m), "no {m} sample: {metrics:?}");
     }
@@ -188,6 +208,24 @@ fn every_workload_on_every_runtime_has_the_right_shape() {
         );
     }
     assert!(table.contains("Physical floor"), "{table}");
+    // The ordinary program's shape of cycle and churn is in the default
+    // suite, on every runtime.
+    for w in ["cycle", "churn"] {
+        for r in RUNTIMES {
+            assert!(
+                samples.iter().any(|s| s["workload"] == w
+                    && s["runtime"] == *r
+                    && s["padded"] == false
+                    && s["boxed"] == true
+                    && s["spawn"] == "main"),
+                "no plain boxed {w} sample on {r}"
+            );
+        }
+        assert!(
+            table.contains(&format!("| {w} (plain,boxed) ")),
+            "table lacks {w} (plain,boxed):\n{table}"
+        );
+    }
 
     let summary = std::fs::read_to_string(report.join("summary.md")).unwrap();
     assert!(summary.contains("| workload"));
@@ -230,7 +268,8 @@ fn echo_runs_on_the_runtimes_with_a_network_api_and_monoio_only_there() {
             r.to_string(),
             s["metric"].as_str().unwrap().to_string(),
         ));
-        assert!(s["value"].as_f64().unwrap() > 0.0, "{s}");
+        let v = s["value"].as_f64().unwrap();
+        assert!(v > 0.0 || (is_move_count(s) && v == 0.0), "{s}");
     }
     for r in ["fairlane", "fairlane-fallback", "tokio", "monoio"] {
         for m in ["ns/req", "req/s", "p99"] {
@@ -348,6 +387,55 @@ fn starved_runtimes_show_in_the_table_and_are_not_rerun() {
     assert!(samples[0]["value"].is_null());
 }
 
+/// Every combination of the shape options is measured, on every runtime
+/// of the shaped workloads, and spread spawning works for each.
+#[test]
+fn shape_options_measure_every_combination_on_every_runtime() {
+    let (_, samples) = run_briefly(
+        "shapes",
+        &[
+            "--workloads",
+            "cycle,churn,yield",
+            "--runtimes",
+            "fairlane,tokio,async-executor",
+            "--processors",
+            "2",
+            "--tasks-per-processor",
+            "10",
+            "--spawn",
+            "main,spread",
+            "--padded",
+            "no",
+            "--boxed",
+        ],
+    );
+    for s in &samples {
+        assert_eq!(s["status"], "ok", "{s}");
+        assert_eq!(s["boxed"], true, "{s}");
+        // yield has no semaphores: always padded.
+        assert_eq!(s["padded"], s["workload"] == "yield", "{s}");
+    }
+    for w in ["cycle", "churn", "yield"] {
+        for r in ["fairlane", "tokio", "async-executor"] {
+            for spawn in ["main", "spread"] {
+                assert!(
+                    samples.iter().any(|s| s["workload"] == w
+                        && s["runtime"] == r
+                        && s["spawn"] == spawn
+                        && s["metric"] == "ns/op"),
+                    "no {spawn} {w} sample on {r}"
+                );
+            }
+        }
+    }
+    // Only fairlane counts its moves.
+    assert!(samples
+        .iter()
+        .filter(|s| s["metric"] == "moved wake")
+        .all(|s| s["runtime"] == "fairlane"));
+    assert!(samples.iter().any(|s| s["metric"] == "moved wake"));
+}
+
 #[test]
 fn help_explains_every_option() {
     let out = run(&["--help"]);
@@ -364,6 +452,9 @@ fn help_explains_every_option() {
         "--full",
         "--json",
         "--report",
+        "--spawn",
+        "--padded",
+        "--boxed",
     ] {
         assert!(help.contains(opt), "--help lacks {opt}");
     }

@@ -13,6 +13,7 @@ use crossbeam_utils::CachePadded;
 
 use alloc::sync::Arc;
 
+use crate::lane::Locality;
 use crate::registry::{Registry, RegistrySlot, Shard};
 use crate::scheduler::Scheduler;
 use crate::sync::{AtomicBool, Ordering, SpinLock};
@@ -628,8 +629,12 @@ impl<H: Host> Executor<H> {
     fn run_loop(&self, p: usize) {
         while let Some(runnable) = self.sched.next(p) {
             let meta = runnable.metadata();
-            if meta.preferred.load(Ordering::Relaxed) != p as u32 {
+            let last = meta.preferred.load(Ordering::Relaxed);
+            if last != p as u32 {
                 meta.preferred.store(p as u32, Ordering::Relaxed);
+                if last != NO_PROCESSOR {
+                    self.sched.note_moved(p, runnable.address());
+                }
             }
             let current = meta as *const TaskMeta<H> as *mut ();
             self.sched.poll_on(p, current, || runnable.run());

@@ -461,4 +461,27 @@ pub struct ProcessorCounters {
     pub helps: u64,
     /// Tasks taken from another processor's lane for want of local work.
     pub steals: u64,
+    /// Of `helps`, those taken at a rebalance check (the other processor
+    /// kept scheduling; its lanes were only much older than ours), rather
+    /// than rescued from a processor that was late.
+    pub rebalances: u64,
+    /// Polls of a task that another processor polled last, taken here by a
+    /// help of a late processor's lane or wake slot (a rescue).
+    pub moved_help: u64,
+    /// Polls of a task that another processor polled last, taken here by a
+    /// rebalance.
+    pub moved_rebalance: u64,
+    /// Polls of a task that another processor polled last, taken here by a
+    /// steal (this processor had no work).
+    pub moved_steal: u64,
+    /// Polls of a task that another processor polled last, placed on this
+    /// processor's own lanes or wake slot by a push: woken here (by the
+    /// task this processor polled, or by its events), handed over by a
+    /// sleeping processor, or pushed from outside (outside pushes go to the
+    /// processor that polled the task last, so move it only when that one
+    /// was removed).
+    pub moved_wake: u64,
+    /// Tasks this processor's events made ready while it slept that it
+    /// handed to an awake processor (it counts them, not the receiver).
+    pub handoffs: u64,
 }

@@ -79,7 +79,36 @@ pub(crate) struct Local {
     /// the addresses of tasks it popped from its own lanes, one pop in
     /// `help_period` (0: none yet). A rebalance takes the task nearest it.
     pub(crate) centroid: AtomicUsize,
+    /// The address of the last task this processor took from another
+    /// processor (a help or a steal), and how (`TAKEN_*`): a poll of a task
+    /// another processor polled last compares its address with it to count
+    /// the move by its cause (`Scheduler::note_moved`). Written only on those
+    /// takes, never on a pop from the own lanes.
+    pub(crate) taken: stat::AtomicUsize,
+    pub(crate) taken_by: stat::AtomicU8,
+    /// Whether the last help check that took a task was a rebalance (the
+    /// owner was on time) rather than a rescue (the owner was late).
+    pub(crate) helped_by_rebalance: stat::AtomicBool,
 }
+
+/// The atomics of statistics that no protocol reads (the move counters and
+/// what they are derived from): `core`'s even under loom, so that the
+/// models do not explore them.
+pub(crate) mod stat {
+    pub(crate) use core::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize};
+
+    /// [`bump`](super::bump) for a statistics counter.
+    #[inline]
+    pub(crate) fn bump(counter: &AtomicU64) {
+        let value = counter.load(super::Ordering::Relaxed).wrapping_add(1);
+        counter.store(value, super::Ordering::Relaxed);
+    }
+}
+
+/// `Local::taken_by`: how the task at `Local::taken` came here.
+pub(crate) const TAKEN_BY_HELP: u8 = 1;
+pub(crate) const TAKEN_BY_REBALANCE: u8 = 2;
+pub(crate) const TAKEN_BY_STEAL: u8 = 3;
 
 /// `Local::stop` bits.
 pub(crate) const RELEASED: u8 = 1;
@@ -95,6 +124,12 @@ pub(crate) struct Counters {
     pub(crate) host_parks: AtomicU64,
     pub(crate) helps: AtomicU64,
     pub(crate) steals: AtomicU64,
+    pub(crate) rebalances: stat::AtomicU64,
+    pub(crate) moved_help: stat::AtomicU64,
+    pub(crate) moved_rebalance: stat::AtomicU64,
+    pub(crate) moved_steal: stat::AtomicU64,
+    pub(crate) moved_wake: stat::AtomicU64,
+    pub(crate) handoffs: stat::AtomicU64,
 }
 
 /// Adds one to an owner-written counter without a read-modify-write, and
@@ -135,6 +170,9 @@ impl Local {
             unannounced: AtomicBool::new(false),
             kept: AtomicBool::new(false),
             centroid: AtomicUsize::new(0),
+            taken: stat::AtomicUsize::new(0),
+            taken_by: stat::AtomicU8::new(0),
+            helped_by_rebalance: stat::AtomicBool::new(false),
         }
     }
 

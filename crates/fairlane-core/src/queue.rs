@@ -711,10 +711,13 @@ impl<T: Locality + IntoRaw> ReadyQueue<T> {
                 lane.pop_nearest(info, now, centroid)
             };
             if let Some(item) = item {
+                // For the move counters only (`Scheduler::note_moved`).
+                local.helped_by_rebalance.store(!late, Ordering::Relaxed);
                 return Some(item);
             }
         }
         if late {
+            local.helped_by_rebalance.store(false, Ordering::Relaxed);
             return self.help_woken(owner, own, now);
         }
         None

@@ -9,6 +9,7 @@ use alloc::vec::Vec;
 
 use crate::idle::Idle;
 use crate::lane::Locality;
+use crate::local::{stat, TAKEN_BY_HELP, TAKEN_BY_REBALANCE, TAKEN_BY_STEAL};
 use crate::queue::{bump, ReadyQueue, Source, RELEASED, REMOVED};
 use crate::sync::{fence, Ordering};
 use crate::wake_slot::IntoRaw;
@@ -208,6 +209,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
                 continue;
             }
             self.queue.push_remote(Some(q), item, priority)?;
+            stat::bump(&self.queue.local[p].counters.handoffs);
             self.queue.local[q].kept.store(true, Ordering::Relaxed);
             self.idle.wake(q, &self.host);
             return Ok(());
@@ -561,7 +563,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     #[inline(always)]
     fn found(&self, p: usize, (item, source): (T, Source), handing_over: bool) -> T {
         if source != Source::Own || handing_over {
-            self.found_aside(p, source, handing_over);
+            self.found_aside(p, &item, source, handing_over);
         }
         item
     }
@@ -569,16 +571,28 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     /// The rest of [`found`](Self::found), out of line: the count of a
     /// help or a steal, and the hand-over rule.
     #[inline(never)]
-    fn found_aside(&self, p: usize, source: Source, handing_over: bool) {
-        let counters = &self.queue.local[p].counters;
-        match source {
-            Source::Own => {}
+    fn found_aside(&self, p: usize, item: &T, source: Source, handing_over: bool) {
+        let local = &self.queue.local[p];
+        let counters = &local.counters;
+        let taken_by = match source {
+            Source::Own => 0,
             Source::Help => {
                 bump(&counters.helps);
+                if local.helped_by_rebalance.load(Ordering::Relaxed) {
+                    stat::bump(&counters.rebalances);
+                    TAKEN_BY_REBALANCE
+                } else {
+                    TAKEN_BY_HELP
+                }
             }
             Source::Steal => {
                 bump(&counters.steals);
+                TAKEN_BY_STEAL
             }
+        };
+        if taken_by != 0 {
+            local.taken.store(item.address(), Ordering::Relaxed);
+            local.taken_by.store(taken_by, Ordering::Relaxed);
         }
         if handing_over {
             if self.queue.visible_beside_own_lanes(p) {
@@ -587,6 +601,35 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
                 self.announce_own(p);
             }
         }
+    }
+
+    /// Counts a task about to be polled on processor `p` that another
+    /// processor polled last (the caller knows: the task records where it
+    /// was polled), by the way it came to `p`: taken by `p` from another
+    /// processor's lane or wake slot (a help, a rebalance, a steal: the
+    /// last such take, by `address`, is this task), else placed on `p`'s own
+    /// lanes or wake slot by a push: a wake on `p` (by the task `p` was
+    /// polling or by `p`'s events), a sleeping processor's hand-off, or an
+    /// outside push (which goes to the processor that last polled the
+    /// task, so moves it only if that one was removed). Out of line: a task
+    /// that stays where it was polled costs nothing here.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn note_moved(&self, p: usize, address: usize) {
+        let local = &self.queue.local[p];
+        let counters = &local.counters;
+        let taken_by = if local.taken.load(Ordering::Relaxed) == address {
+            local.taken.store(0, Ordering::Relaxed);
+            local.taken_by.load(Ordering::Relaxed)
+        } else {
+            0
+        };
+        stat::bump(match taken_by {
+            TAKEN_BY_HELP => &counters.moved_help,
+            TAKEN_BY_REBALANCE => &counters.moved_rebalance,
+            TAKEN_BY_STEAL => &counters.moved_steal,
+            _ => &counters.moved_wake,
+        });
     }
 
     /// Runs `poll`, the poll of a task on processor `p`: counts it, and
@@ -784,6 +827,7 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
     pub fn counters(&self, p: usize) -> ProcessorCounters {
         let c = &self.queue.local[p].counters;
         let get = |a: &crate::sync::AtomicU64| a.load(Ordering::Relaxed);
+        let stat_get = |a: &stat::AtomicU64| a.load(Ordering::Relaxed);
         ProcessorCounters {
             iterations: get(&c.iterations),
             polls: get(&c.polls),
@@ -792,6 +836,12 @@ impl<T: Locality + IntoRaw, H: Host> Scheduler<T, H> {
             host_parks: get(&c.host_parks),
             helps: get(&c.helps),
             steals: get(&c.steals),
+            rebalances: stat_get(&c.rebalances),
+            moved_help: stat_get(&c.moved_help),
+            moved_rebalance: stat_get(&c.moved_rebalance),
+            moved_steal: stat_get(&c.moved_steal),
+            moved_wake: stat_get(&c.moved_wake),
+            handoffs: stat_get(&c.handoffs),
         }
     }
 }
@@ -918,6 +968,27 @@ mod tests {
         fn unparks(&self) -> usize {
             self.host.unparks.load(Ordering::Relaxed)
         }
+    }
+
+    #[test]
+    fn a_moved_task_counts_under_the_take_that_brought_it_else_as_a_wake() {
+        let sched = by_hand(false);
+        sched.act_as(1).push_local(1, 7, Priority::Normal).unwrap();
+        // Processor 0 has no work of its own: it takes 7 from processor 1.
+        assert_eq!(sched.act_as(0).next(0), Some(7));
+        let c = sched.counters(0);
+        assert_eq!(c.steals + c.helps, 1);
+        sched.note_moved(0, 7);
+        let c = sched.counters(0);
+        assert_eq!(c.moved_steal + c.moved_help + c.moved_rebalance, 1);
+        assert_eq!(c.moved_steal, c.steals);
+        assert_eq!(c.moved_wake, 0);
+        // A moved task that no take brought (pushed onto 0's own lanes),
+        // and the same task moving again later: wakes.
+        sched.note_moved(0, 8);
+        sched.note_moved(0, 7);
+        assert_eq!(sched.counters(0).moved_wake, 2);
+        assert_eq!(sched.counters(1), ProcessorCounters::default());
     }
 
     #[test]

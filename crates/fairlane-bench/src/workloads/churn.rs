@@ -4,26 +4,44 @@
 //! moment and a post usually hands off to a waiter, whose place the poster's
 //! own wait then takes. Wake-ups come from arbitrary processors. One
 //! operation is one post + wait; the suite also reports the percentage of
-//! operations whose wait blocked (about 50-70%).
+//! operations whose wait blocked (about 50-70%). The tasks start their
+//! loops together, once all are spawned.
 
-use super::{join_all, Emit};
-use crate::harness::{measure, seeded_rng, Counters};
-use crate::runtimes::{BenchRuntime, Spawner};
+use super::{join_all, measure_with_moves, spawn_tasks, Emit};
+use crate::harness::{seeded_rng, Counters};
+use crate::runtimes::BenchRuntime;
 use crate::spec::{ChildSpec, Metric, Outcome};
-use crate::sync::Semaphore;
+use crate::sync::{Layout, Padded, Plain, Semaphore};
 use std::sync::Arc;
 
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    if spec.shape.padded {
+        run_in::<R, Padded>(rt, spec, emit);
+    } else {
+        run_in::<R, Plain>(rt, spec, emit);
+    }
+}
+
+fn run_in<R: BenchRuntime, L: Layout>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
     let n = spec.tasks.max(2);
     let s = (n / 2).max(1);
-    let sems: Arc<[Semaphore]> = (0..s).map(|_| Semaphore::counting(0)).collect();
+    let sems: Arc<[Semaphore<L>]> = (0..s).map(|_| Semaphore::counting(0)).collect();
     let counters = Arc::new(Counters::new(n));
-    let spawner = rt.spawner();
+    // Every task waits here until all are spawned: a task that posts
+    // while no other waits takes its own permit back at once and never
+    // returns `Pending`, so tasks started before the first waiters exist
+    // (those of a spawner that ran first, `--spawn spread`) could keep
+    // every processor and the remaining spawners from running.
+    let gate = Arc::new(Semaphore::<Padded>::counting_with_capacity(0, n));
     let seed = spec.seed;
-    let joins: Vec<_> = (0..n)
-        .map(|i| {
-            let (sems, counters) = (sems.clone(), counters.clone());
-            spawner.spawn(async move {
+    let joins = {
+        let (sems, counters, gate) = (sems.clone(), counters.clone(), gate.clone());
+        spawn_tasks(rt, spec, n, 1, move |i| {
+            let (sems, counters, gate) = (sems.clone(), counters.clone(), gate.clone());
+            async move {
+                if gate.wait().await.is_err() {
+                    return;
+                }
                 let slot = counters.slot(i);
                 let mut rng = seeded_rng(seed, i as u64);
                 let (mut ops, mut blocked) = (0, 0);
@@ -42,17 +60,21 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
                         }
                     }
                 }
-            })
+            }
         })
-        .collect();
-    let w = measure(&counters, spec.warmup(), spec.duration(), None, 0);
+    };
+    (0..n).for_each(|_| gate.post());
+    let (w, moves) = measure_with_moves(rt, &counters, spec);
+    let mut metrics = vec![
+        Metric::new("ns/op", w.ns_per_op(), "ns"),
+        Metric::new("blocked", w.aux_percent(), "%"),
+    ];
+    metrics.extend(moves);
     emit(Outcome {
-        metrics: vec![
-            Metric::new("ns/op", w.ns_per_op(), "ns"),
-            Metric::new("blocked", w.aux_percent(), "%"),
-        ],
+        metrics,
         ..Outcome::default()
     });
     sems.iter().for_each(Semaphore::close);
+    gate.close();
     join_all(rt, joins);
 }

@@ -11,11 +11,11 @@
 //! this share accounts for a part of ns/op that is not the scheduler's own
 //! work.
 
-use super::{join_all, Emit};
-use crate::harness::{measure, Counters};
-use crate::runtimes::{BenchRuntime, Spawner};
+use super::{join_all, measure_with_moves, spawn_tasks, Emit};
+use crate::harness::Counters;
+use crate::runtimes::BenchRuntime;
 use crate::spec::{ChildSpec, Metric, Outcome};
-use crate::sync::Semaphore;
+use crate::sync::{Layout, Padded, Plain, Semaphore};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -23,15 +23,23 @@ use std::sync::Arc;
 pub const RING: usize = 5;
 
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
+    if spec.shape.padded {
+        run_in::<R, Padded>(rt, spec, emit);
+    } else {
+        run_in::<R, Plain>(rt, spec, emit);
+    }
+}
+
+fn run_in<R: BenchRuntime, L: Layout>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
     let n = (spec.tasks / RING).max(1) * RING;
-    let sems: Arc<[Semaphore]> = (0..n).map(|_| Semaphore::binary(false)).collect();
+    let sems: Arc<[Semaphore<L>]> = (0..n).map(|_| Semaphore::binary(false)).collect();
     let counters = Arc::new(Counters::new(n));
-    let spawner = rt.spawner();
-    let joins: Vec<_> = (0..n)
-        .map(|i| {
+    let joins = {
+        let (sems, counters) = (sems.clone(), counters.clone());
+        spawn_tasks(rt, spec, n, RING, move |i| {
             let (sems, counters) = (sems.clone(), counters.clone());
             let next = i - i % RING + (i + 1) % RING;
-            spawner.spawn(async move {
+            async move {
                 let slot = counters.slot(i);
                 let mut ops = 0;
                 while sems[i].wait().await.is_ok() {
@@ -44,19 +52,21 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
                     slot.publish(ops, 0);
                     sems[next].post();
                 }
-            })
+            }
         })
-        .collect();
+    };
     for ring in 0..n / RING {
         sems[ring * RING].post();
     }
-    let w = measure(&counters, spec.warmup(), spec.duration(), None, 0);
+    let (w, moves) = measure_with_moves(rt, &counters, spec);
     let apart = apart_percent(&counters, n / RING);
+    let mut metrics = vec![
+        Metric::new("ns/op", w.ns_per_op(), "ns"),
+        Metric::new("apart", apart, "%"),
+    ];
+    metrics.extend(moves);
     emit(Outcome {
-        metrics: vec![
-            Metric::new("ns/op", w.ns_per_op(), "ns"),
-            Metric::new("apart", apart, "%"),
-        ],
+        metrics,
         ..Outcome::default()
     });
     sems.iter().for_each(Semaphore::close);

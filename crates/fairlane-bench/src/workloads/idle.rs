@@ -9,7 +9,7 @@ use super::{join_all, Emit};
 use crate::harness::wait_until;
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
-use crate::sync::Semaphore;
+use crate::sync::{Padded, Semaphore};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 pub const TASKS: usize = 10_000;
 
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
-    let gate = Arc::new(Semaphore::counting_with_capacity(0, TASKS));
+    let gate = Arc::new(Semaphore::<Padded>::counting_with_capacity(0, TASKS));
     let spawner = rt.spawner();
     let joins: Vec<_> = (0..TASKS)
         .map(|_| {

@@ -18,7 +18,7 @@ use crate::alloc::Counting;
 use crate::harness::{measure, wait_until, Counters, Stop};
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
-use crate::sync::Semaphore;
+use crate::sync::{Padded, Semaphore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +86,7 @@ fn bytes_per_parked_task<R: BenchRuntime, F>(
 where
     F: std::future::Future<Output = ()> + Send + 'static,
 {
-    let gate = Arc::new(Semaphore::counting_with_capacity(0, PARKED));
+    let gate = Arc::new(Semaphore::<Padded>::counting_with_capacity(0, PARKED));
     let spawner = rt.spawner();
     let mut joins = Vec::with_capacity(PARKED);
     Counting::start();

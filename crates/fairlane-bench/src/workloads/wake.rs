@@ -12,7 +12,7 @@ use super::{join_all, Emit};
 use crate::harness::seeded_rng;
 use crate::runtimes::{BenchRuntime, Spawner};
 use crate::spec::{ChildSpec, Metric, Outcome};
-use crate::sync::Semaphore;
+use crate::sync::{Padded, Semaphore};
 use hdrhistogram::Histogram;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -25,7 +25,7 @@ pub const PERCENTILES: [f64; 16] = [
 ];
 
 pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
-    let sem = Arc::new(Semaphore::binary(false));
+    let sem = Arc::new(Semaphore::<Padded>::binary(false));
     let (tx, rx) = mpsc::channel::<Instant>();
     let waiter = {
         let sem = sem.clone();

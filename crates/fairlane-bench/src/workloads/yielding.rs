@@ -1,9 +1,9 @@
 //! **yield**: tasks looping on the runtime's own `yield_now`; one operation is
 //! one yield (a trip through the scheduler's run queue).
 
-use super::{join_all, Emit};
-use crate::harness::{measure, Counters, Stop};
-use crate::runtimes::{BenchRuntime, Spawner};
+use super::{join_all, measure_with_moves, spawn_tasks, Emit};
+use crate::harness::{Counters, Stop};
+use crate::runtimes::BenchRuntime;
 use crate::spec::{ChildSpec, Metric, Outcome};
 use std::sync::Arc;
 
@@ -11,11 +11,11 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
     let n = spec.tasks.max(1);
     let counters = Arc::new(Counters::new(n));
     let stop = Arc::new(Stop::default());
-    let spawner = rt.spawner();
-    let joins: Vec<_> = (0..n)
-        .map(|i| {
+    let joins = {
+        let (counters, stop) = (counters.clone(), stop.clone());
+        spawn_tasks(rt, spec, n, 1, move |i| {
             let (counters, stop) = (counters.clone(), stop.clone());
-            spawner.spawn(async move {
+            async move {
                 let slot = counters.slot(i);
                 let mut ops = 0;
                 while !stop.is_set() {
@@ -23,12 +23,14 @@ pub fn run<R: BenchRuntime>(rt: &R, spec: &ChildSpec, emit: Emit<'_>) {
                     ops += 1;
                     slot.publish(ops, 0);
                 }
-            })
+            }
         })
-        .collect();
-    let w = measure(&counters, spec.warmup(), spec.duration(), None, 0);
+    };
+    let (w, moves) = measure_with_moves(rt, &counters, spec);
+    let mut metrics = vec![Metric::new("ns/op", w.ns_per_op(), "ns")];
+    metrics.extend(moves);
     emit(Outcome {
-        metrics: vec![Metric::new("ns/op", w.ns_per_op(), "ns")],
+        metrics,
         ..Outcome::default()
     });
     stop.set();
