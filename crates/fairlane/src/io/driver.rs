@@ -130,7 +130,7 @@ pub(crate) enum Engine {
 }
 
 /// What the processor's lock guards. The backends' own tables are theirs
-/// (`ops` and `sq_log`: `uring.rs`; `fds`: `reactor.rs`); the rest is the
+/// (`ops` and `sq_log`: `uring/`; `fds`: `reactor.rs`); the rest is the
 /// driver's, which the backends read and change through `State`'s methods,
 /// each one step that keeps those words consistent.
 pub(crate) struct State {
