@@ -112,7 +112,7 @@ pub(crate) struct ProcessorIo {
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
     /// I/O wakers of a look that also fired timers wait in
-    /// `State::pending_wakers` for the owner's next look (time/clock.md,
+    /// `State::deferred_wakers` for the owner's next look (time/clock.md,
     /// "Due timers before ready I/O"): set under the lock, read without it
     /// by `poll_events` as a hint (the next look takes them under the lock).
     deferred: AtomicBool,
@@ -147,6 +147,11 @@ pub(crate) struct State {
     woken: bool,
     /// Wakers collected where they could not be woken yet.
     pending_wakers: Vec<Waker>,
+    /// I/O wakers of the owner's last look, which fired timers: woken by
+    /// its next look (`Driver::look`), by a rescuer, or when the engine
+    /// stops, and by nobody else, so that no other path wakes them ahead
+    /// of the timers' tasks.
+    deferred_wakers: Vec<Waker>,
     stopped: bool,
     /// The ring's published entries and whether it broke (`uring::SqLog`).
     pub(super) sq_log: uring::SqLog,
@@ -239,6 +244,7 @@ impl Driver {
                 wake_arm_failed: false,
                 woken: false,
                 pending_wakers: Vec::new(),
+                deferred_wakers: Vec::new(),
                 stopped: false,
                 sq_log: uring::SqLog::default(),
             }),
@@ -447,7 +453,7 @@ impl Driver {
         io: impl FnOnce(&mut State, &mut Vec<Waker>),
     ) {
         if proc.deferred.swap(false, Ordering::Relaxed) {
-            st.take_pending_wakers(fired);
+            st.take_deferred_wakers(fired);
         }
         let mut ready = Vec::new();
         io(st, &mut ready);
@@ -459,7 +465,7 @@ impl Driver {
             self.fire_timers(proc, st, fired);
         }
         if fired.len() > before && !ready.is_empty() {
-            st.defer_wakers(ready);
+            st.deferred_wakers.append(&mut ready);
             proc.deferred.store(true, Ordering::Relaxed);
         } else {
             fired.append(&mut ready);
@@ -577,6 +583,11 @@ impl State {
     /// woken after unlocking.
     pub(crate) fn take_pending_wakers(&mut self, fired: &mut Vec<Waker>) {
         fired.append(&mut self.pending_wakers);
+    }
+
+    /// Moves the wakers a look deferred (`deferred_wakers`) to `fired`.
+    pub(crate) fn take_deferred_wakers(&mut self, fired: &mut Vec<Waker>) {
+        fired.append(&mut self.deferred_wakers);
     }
 }
 

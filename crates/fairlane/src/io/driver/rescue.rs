@@ -220,7 +220,7 @@ impl Driver {
         // time/clock.md, "Due timers before ready I/O").
         let mut ready = Vec::new();
         if other.deferred.swap(false, Ordering::Relaxed) {
-            st.take_pending_wakers(&mut ready);
+            st.take_deferred_wakers(&mut ready);
         }
         match &other.engine {
             Engine::Uring(ring) => {
