@@ -14,7 +14,7 @@
 //! here with loom's atomics. The steps around them are transcribed from
 //! `Driver::park`, `Driver::drain_other`, `ProcessorIo::notify`,
 //! `ProcessorIo::wake_if_on_futex`, `ProcessorIo::futex_wait` and
-//! `futex_wake` (`src/io/driver/park.rs`) and `push_entry` (`uring.rs`);
+//! `futex_wake` (`src/io/driver/park.rs`) and `push_entry` (`io/uring/op.rs`);
 //! the core's idle sleep around `Host::park` (`sem`: `commit`, `sleep`,
 //! `wake`, `wake_self`) from fairlane-core's `idle.rs`, with its orderings. The kernel side (the completion queue, the eventfd and its
 //! armed read, operations in flight, a wait in `io_uring_enter`, the futex

@@ -111,6 +111,11 @@ pub(crate) struct ProcessorIo {
     marks: EngineMarks,
     /// Submissions pushed but not yet handed to the kernel.
     unflushed: AtomicU32,
+    /// I/O wakers of a look that also fired timers wait in
+    /// `State::deferred_wakers` for the owner's next look (time/clock.md,
+    /// "Due timers before ready I/O"): set under the lock, read without it
+    /// by `poll_events` as a hint (the next look takes them under the lock).
+    deferred: AtomicBool,
     /// The owner's scheduling iterations, published every RESCUE_PERIOD of
     /// them (rescuers compare; see `poll_own`).
     iterations: AtomicU64,
@@ -125,7 +130,7 @@ pub(crate) enum Engine {
 }
 
 /// What the processor's lock guards. The backends' own tables are theirs
-/// (`ops` and `sq_log`: `uring.rs`; `fds`: `reactor.rs`); the rest is the
+/// (`ops` and `sq_log`: `uring/`; `fds`: `reactor.rs`); the rest is the
 /// driver's, which the backends read and change through `State`'s methods,
 /// each one step that keeps those words consistent.
 pub(crate) struct State {
@@ -142,6 +147,11 @@ pub(crate) struct State {
     woken: bool,
     /// Wakers collected where they could not be woken yet.
     pending_wakers: Vec<Waker>,
+    /// I/O wakers of the owner's last look, which fired timers: woken by
+    /// its next look (`Driver::look`), by a rescuer, or when the engine
+    /// stops, and by nobody else, so that no other path wakes them ahead
+    /// of the timers' tasks.
+    deferred_wakers: Vec<Waker>,
     stopped: bool,
     /// The ring's published entries and whether it broke (`uring::SqLog`).
     pub(super) sq_log: uring::SqLog,
@@ -234,6 +244,7 @@ impl Driver {
                 wake_arm_failed: false,
                 woken: false,
                 pending_wakers: Vec::new(),
+                deferred_wakers: Vec::new(),
                 stopped: false,
                 sq_log: uring::SqLog::default(),
             }),
@@ -242,6 +253,7 @@ impl Driver {
             work: Work::new(),
             marks: EngineMarks::default(),
             unflushed: AtomicU32::new(0),
+            deferred: AtomicBool::new(false),
             iterations: AtomicU64::new(0),
             submit_thread: self.submit_thread.clone(),
         });
@@ -385,6 +397,7 @@ impl Driver {
             let engine_due = proc.engine_due(iteration);
             if engine_due
                 || proc.work.next_timer() != NO_TIMER
+                || proc.deferred.load(Ordering::Relaxed)
                 || iteration % u64::from(RESCUE_PERIOD) == 0
                 || resumed()
             {
@@ -403,31 +416,64 @@ impl Driver {
             let next = proc.work.next_timer();
             next != NO_TIMER && next <= self.now_tick()
         };
-        if engine_due || timers_due {
+        if engine_due || timers_due || proc.deferred.load(Ordering::Relaxed) {
             let mut fired = Vec::new();
             let mut st = proc.lock();
-            match &proc.engine {
+            self.look(proc, &mut st, &mut fired, |st, fired| match &proc.engine {
                 Engine::Uring(ring) => {
-                    ring.reap(proc, &mut st, &mut fired);
+                    ring.reap(proc, st, fired);
                     if is_stable_thread() {
-                        ring.run_task_work(proc, &mut st, &mut fired);
+                        ring.run_task_work(proc, st, fired);
                     }
-                    proc.flush_batch(&mut st, &mut fired);
+                    proc.flush_batch(st, fired);
                 }
                 Engine::Poll(poller) => {
                     if engine_due {
-                        poller.poll_now(&mut st, &mut fired);
+                        poller.poll_now(st, fired);
                     }
                 }
-            }
-            if timers_due {
-                self.fire_timers(proc, &mut st, &mut fired);
-            }
+            });
             drop(st);
             fired.into_iter().for_each(Waker::wake);
         }
         if iteration % u64::from(RESCUE_PERIOD) == 0 {
             self.rescue(proc);
+        }
+    }
+}
+
+impl Driver {
+    /// One look at `proc`'s engine by its owner, under the lock (`st`):
+    /// the wakers a previous look deferred, then what the engine reports
+    /// (`io`, which collects its wakers), then the timers due by a reading
+    /// of the clock taken after that. Due timers come first: if any fired,
+    /// `io`'s wakers are deferred to the owner's next look, a scheduling
+    /// iteration later, so that the timers' tasks are queued ahead of them
+    /// on every lane (time/clock.md, "Due timers before ready I/O").
+    pub(super) fn look(
+        &self,
+        proc: &ProcessorIo,
+        st: &mut State,
+        fired: &mut Vec<Waker>,
+        io: impl FnOnce(&mut State, &mut Vec<Waker>),
+    ) {
+        if proc.deferred.swap(false, Ordering::Relaxed) {
+            st.take_deferred_wakers(fired);
+        }
+        let mut ready = Vec::new();
+        io(st, &mut ready);
+        // The clock is read after the engine: an event reported here that
+        // a task caused after moving the clock finds its timers due.
+        let before = fired.len();
+        let next = proc.work.next_timer();
+        if next != NO_TIMER && next <= self.now_tick() {
+            self.fire_timers(proc, st, fired);
+        }
+        if fired.len() > before && !ready.is_empty() {
+            st.deferred_wakers.append(&mut ready);
+            proc.deferred.store(true, Ordering::Relaxed);
+        } else {
+            fired.append(&mut ready);
         }
     }
 }
@@ -542,6 +588,11 @@ impl State {
     /// woken after unlocking.
     pub(crate) fn take_pending_wakers(&mut self, fired: &mut Vec<Waker>) {
         fired.append(&mut self.pending_wakers);
+    }
+
+    /// Moves the wakers a look deferred (`deferred_wakers`) to `fired`.
+    pub(crate) fn take_deferred_wakers(&mut self, fired: &mut Vec<Waker>) {
+        fired.append(&mut self.deferred_wakers);
     }
 }
 

@@ -491,6 +491,12 @@ pub fn resume() {
 /// `advance` does not wait for the sleeps it advanced past either); to
 /// wait for one of those, await it.
 ///
+/// On each processor, the tasks of the timers the advance made due run
+/// before tasks woken by that processor's socket I/O from then on, on both
+/// I/O backends: a request sent after `advance` to a server whose expiry
+/// timer it passed finds the expiry done (`clock.md`, "Due timers before
+/// ready I/O").
+///
 /// # Panics
 /// Outside a fairlane runtime, if the clock is not paused, or if the
 /// instant cannot be represented.

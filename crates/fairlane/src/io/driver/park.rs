@@ -107,18 +107,25 @@ impl Driver {
             Engine::Poll(poller) => poller.wait(timeout, &mut events),
         }
         let mut st = proc.lock();
+        let mut ready = Vec::new();
         if let Engine::Poll(poller) = &proc.engine {
-            // Under the lock that the wakers are woken after, so that the
-            // paused clock's idle check never finds them out of the engine
-            // and not yet counted (time/clock.md).
-            poller.dispatch(&mut st, &events, &mut fired);
+            // Under the lock that the wakers are woken after (or deferred
+            // under), so that the paused clock's idle check never finds
+            // them out of the engine and not yet counted (time/clock.md).
+            poller.dispatch(&mut st, &events, &mut ready);
         }
         proc.sleep.awake(&*st);
         // Slept unwatched, and an announcer took the flag down: it woke
         // this processor to watch.
         let told = watched.is_empty() && !proc.sleep.end_unwatched(&self.unwatched);
         st.woken = false;
-        self.drain_all(&proc, &mut st, &mut fired);
+        // Due timers before the events the wait returned and the rest of
+        // the engine's (time/clock.md, "Due timers before ready I/O"): the
+        // clock may have moved while this processor slept.
+        self.look(&proc, &mut st, &mut fired, |st, fired| {
+            fired.append(&mut ready);
+            self.drain_io(&proc, st, fired);
+        });
         proc.marks.wake_after_unlock(st, fired);
         for (other, seen) in &watched {
             if other.work.pending()
@@ -146,8 +153,14 @@ impl Driver {
         RESUMED.with(|r| r.set(r.get().max(now)));
     }
 
-    /// Reaps completions, flushes submissions and fires due timers.
+    /// One look by the owner (`Driver::look`): the engine's completions or
+    /// readiness events (`drain_io`), and due timers, queued first.
     fn drain_all(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
+        self.look(proc, st, fired, |st, fired| self.drain_io(proc, st, fired));
+    }
+
+    /// Reaps completions (or readiness events) and flushes submissions.
+    fn drain_io(&self, proc: &ProcessorIo, st: &mut State, fired: &mut Vec<Waker>) {
         match &proc.engine {
             Engine::Uring(ring) => {
                 ring.reap(proc, st, fired);
@@ -159,7 +172,6 @@ impl Driver {
             }
             Engine::Poll(poller) => poller.poll_now(st, fired),
         }
-        self.fire_timers(proc, st, fired);
     }
 
     /// Host hook: wakes processor `p` from `park` (or makes its next `park`

@@ -213,18 +213,28 @@ impl Driver {
         if st.stopped || !other.may_drain(&st) {
             return;
         }
-        let mut fired = Vec::new();
+        // What the owner's last look deferred, then the engine's events,
+        // then the timers due by a reading of the clock taken after them,
+        // whose wakers go first, as in the owner's own looks though
+        // without deferring: the owner is stuck (`Driver::look`;
+        // time/clock.md, "Due timers before ready I/O").
+        let mut ready = Vec::new();
+        if other.deferred.swap(false, Ordering::Relaxed) {
+            st.take_deferred_wakers(&mut ready);
+        }
         match &other.engine {
             Engine::Uring(ring) => {
-                ring.reap(other, &mut st, &mut fired);
+                ring.reap(other, &mut st, &mut ready);
                 if other.unflushed.load(Ordering::Relaxed) != 0 {
                     other.flush(&mut st);
-                    fired.append(&mut st.pending_wakers);
+                    ready.append(&mut st.pending_wakers);
                 }
             }
-            Engine::Poll(poller) => poller.poll_now(&mut st, &mut fired),
+            Engine::Poll(poller) => poller.poll_now(&mut st, &mut ready),
         }
+        let mut fired = Vec::new();
         self.fire_timers(other, &mut st, &mut fired);
+        fired.append(&mut ready);
         other.marks.wake_after_unlock(st, fired);
     }
 

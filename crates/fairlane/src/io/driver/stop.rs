@@ -29,6 +29,10 @@ impl Driver {
                 return;
             }
             st.stopped = true;
+            // Wakers a look deferred (time/clock.md, "Due timers before
+            // ready I/O"): nobody looks at this engine again.
+            proc.deferred.store(false, Ordering::Relaxed);
+            st.take_deferred_wakers(&mut fired);
             match &proc.engine {
                 // Operations whose futures live complete as `RESTART` and
                 // are submitted again elsewhere by their futures.

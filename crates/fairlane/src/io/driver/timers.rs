@@ -102,7 +102,11 @@ impl Driver {
                 Engine::Uring(_) => proc.work.outstanding() != 0,
                 Engine::Poll(_) => st.fds.iter().any(|(_, fd)| fd.has_waiters()),
             };
-            if in_flight || st.woken || !st.pending_wakers.is_empty() {
+            if in_flight
+                || st.woken
+                || !st.pending_wakers.is_empty()
+                || !st.deferred_wakers.is_empty()
+            {
                 return false;
             }
             scan.earliest = scan.earliest.min(proc.work.next_timer());
