@@ -9,13 +9,14 @@
 
 mod connect;
 mod datagram;
+mod poll;
 mod sockaddr;
 mod stream;
 mod sys;
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::io::carry::Carry;
 use crate::io::driver::Driver;
@@ -31,6 +32,11 @@ pub(crate) use self::sys::{cvt, option, set_nonblocking, set_option, take_error,
 
 /// A socket of a fairlane runtime.
 pub(crate) struct Socket {
+    /// io_uring: the `POLL_ADD` a poll-based wait (`poll_ready`,
+    /// `poll_io`) keeps between polls, per direction (read, write).
+    /// Declared before `fd`: dropping one cancels it before the descriptor
+    /// closes.
+    kept: Mutex<[readiness::KeptPoll; 2]>,
     /// Declared before `fd`: it must be dropped (deleted from the poller)
     /// before the descriptor closes.
     reg: Option<Registration>,
@@ -67,6 +73,7 @@ impl Socket {
         };
         let carry = (!fallback).then(Carry::new);
         Ok(Socket {
+            kept: Mutex::new([None, None]),
             reg,
             fd,
             driver,
@@ -114,15 +121,16 @@ impl Socket {
         // SAFETY: `this` is never used or dropped again, so each field is
         // moved out exactly once; `Socket::drop` (which only cancels kept
         // operations, of which there are none) is skipped.
-        let (fd, driver, carry, accept_watch) = unsafe {
+        let (kept, fd, driver, carry, accept_watch) = unsafe {
             (
+                std::ptr::read(&this.kept),
                 std::ptr::read(&this.fd),
                 std::ptr::read(&this.driver),
                 std::ptr::read(&this.carry),
                 std::ptr::read(&this.accept_watch),
             )
         };
-        drop((driver, carry, accept_watch));
+        drop((kept, driver, carry, accept_watch));
         Ok(fd)
     }
 

@@ -21,8 +21,10 @@
 
 mod listener;
 mod owned_split;
+mod split;
 mod stream;
 
 pub use self::listener::{Incoming, TcpListener};
-pub use self::owned_split::{OwnedReadHalf, OwnedWriteHalf};
+pub use self::owned_split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
+pub use self::split::{ReadHalf, WriteHalf};
 pub use self::stream::TcpStream;

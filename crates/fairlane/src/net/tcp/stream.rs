@@ -5,8 +5,11 @@ use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use super::{OwnedReadHalf, OwnedWriteHalf};
+use super::split;
+use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use crate::io::reactor::Direction;
 use crate::io::{Interest, IoBuf, IoBufMut, Ready};
 use crate::net::addr::{resolve, ToSocketAddrs};
 use crate::net::into_std::refused;
@@ -444,10 +447,168 @@ impl TcpStream {
         with_std(self.sock.raw(), std::net::TcpStream::local_addr)
     }
 
+    /// Waits for data and copies it into `buf` without taking it from the
+    /// stream: the next read returns the same bytes. `Ok(0)`: the peer
+    /// closed its side (or `buf` is empty). As for
+    /// [`try_read`](Self::try_read), bytes that reads dropped in flight left
+    /// (io_uring) come first, and bytes buffered by the `AsyncRead`
+    /// implementation are not seen.
+    ///
+    /// # Cancellation
+    /// Cancel-safe: it takes nothing from the stream.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// peer.write_all_owned("abc").await.0?;
+    /// let mut buf = [0u8; 8];
+    /// let n = s.peek(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"abc");
+    /// assert_eq!(s.try_read(&mut buf)?, 3); // still there
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.peek(buf).await
+    }
+
+    /// The poll-based form of [`peek`](Self::peek): `Ready` with what it
+    /// copied, or `Pending` with `cx`'s waker registered for readability
+    /// (only the task that polled last is woken).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::TcpStream) -> std::io::Result<usize> {
+    ///     let mut buf = [0u8; 8];
+    ///     std::future::poll_fn(|cx| s.poll_peek(cx, &mut buf)).await
+    /// }
+    /// ```
+    pub fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.sock.poll_peek(cx, buf)
+    }
+
+    /// Polls for read readiness, as tokio's `poll_read_ready`: `Ready(Ok)`
+    /// once a read would not block, else `Pending` with `cx`'s waker
+    /// registered (only the task that polled last is woken). Readiness is
+    /// not cached: while the stream stays readable, each poll says so.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::TcpStream) -> std::io::Result<usize> {
+    ///     let mut buf = [0u8; 8];
+    ///     loop {
+    ///         std::future::poll_fn(|cx| s.poll_read_ready(cx)).await?;
+    ///         match s.try_read(&mut buf) {
+    ///             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+    ///             r => return r,
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Read).map_ok(drop)
+    }
+
+    /// Polls for write readiness, as [`poll_read_ready`](Self::poll_read_ready)
+    /// for writing.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::TcpStream) -> std::io::Result<()> {
+    ///     std::future::poll_fn(|cx| s.poll_write_ready(cx)).await
+    /// }
+    /// ```
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Write).map_ok(drop)
+    }
+
+    /// As [`try_read`](Self::try_read), into several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSliceMut;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// peer.write_all_owned("abcdef").await.0?;
+    /// s.readable().await?;
+    /// let (mut a, mut b) = ([0u8; 2], [0u8; 8]);
+    /// let n = s.try_read_vectored(&mut [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)])?;
+    /// assert_eq!((n, &a, &b[..4]), (6, b"ab", &b"cdef"[..]));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.sock.try_recv_vectored(bufs)
+    }
+
+    /// As [`try_write`](Self::try_write), from several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// assert_eq!(s.try_write_vectored(&[IoSlice::new(b"ab"), IoSlice::new(b"cd")])?, 4);
+    /// let (n, buf) = peer.read_owned(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"abcd");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.sock.try_send_vectored(bufs)
+    }
+
+    /// Splits into a read half and a write half that borrow the stream,
+    /// for reading and writing at the same time within one task (tokio's
+    /// `split`); they implement the stream's read and write traits. Bytes
+    /// the `AsyncRead` implementation buffered stay with the stream and go
+    /// to the read half.
+    ///
+    /// # Example
+    /// ```
+    /// use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (mut peer, _) = l.accept().await?;
+    /// let (mut read, mut write) = s.split();
+    /// let copy = async move {
+    ///     let mut buf = [0u8; 4];
+    ///     peer.read_exact(&mut buf).await?;
+    ///     peer.write_all(&buf).await
+    /// };
+    /// let mut got = [0u8; 4];
+    /// let ((), (), ()) = futures_lite::future::try_zip(
+    ///     futures_lite::future::try_zip(write.write_all(b"ping"), read.read_exact(&mut got)),
+    ///     copy,
+    /// )
+    /// .await
+    /// .map(|((a, b), c)| (a, b, c))?;
+    /// assert_eq!(&got, b"ping");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        let (read, write) = self.compat.sides();
+        split::split(&self.sock, read, write)
+    }
+
     /// Splits into a read half and a write half that can move to different
     /// tasks (they implement `AsyncRead` and `AsyncWrite` respectively).
-    /// Dropping the write half shuts down the write side. Data the
-    /// `AsyncRead` adapter buffered but did not hand out is dropped.
+    /// Dropping the write half shuts down the write side;
+    /// [`OwnedReadHalf::reunite`] puts the stream back together. Bytes the
+    /// `AsyncRead` implementation buffered go to the read half.
     ///
     /// # Example
     /// ```
@@ -461,10 +622,16 @@ impl TcpStream {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let (read, write) = self.compat.into_halves();
         (
-            OwnedReadHalf::new(self.sock.clone()),
-            OwnedWriteHalf::new(self.sock),
+            OwnedReadHalf::new(self.sock.clone(), read),
+            OwnedWriteHalf::new(self.sock, write),
         )
+    }
+
+    /// A stream from the parts of its owned halves ([`OwnedReadHalf::reunite`]).
+    pub(super) fn from_parts(sock: Arc<Socket>, compat: Compat) -> TcpStream {
+        TcpStream { compat, sock }
     }
 }
 
