@@ -7,6 +7,7 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
 use super::into_std::refused;
 use super::socket::{with_std, SockAddrBuf, Socket};
@@ -115,6 +116,30 @@ impl UnixListener {
         // `getpeername` that the peer's state could make fail.
         let addr = unix_addr(&addr)?;
         Ok((stream, addr))
+    }
+
+    /// The poll-based form of [`accept`](Self::accept), as tokio's
+    /// `poll_accept`: `Ready` with a connection, or `Pending` with `cx`'s
+    /// waker registered while none waits (only the task that polled last
+    /// is woken).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let dir = std::env::temp_dir().join(format!("fairlane-doc-poll-accept-{}", std::process::id()));
+    /// let _ = std::fs::remove_file(&dir);
+    /// let listener = fairlane::net::UnixListener::bind(&dir)?;
+    /// let _client = fairlane::net::UnixStream::connect(&dir).await?;
+    /// let (_stream, _addr) = std::future::poll_fn(|cx| listener.poll_accept(cx)).await?;
+    /// # std::fs::remove_file(&dir)?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(UnixStream, SocketAddr)>> {
+        let (fd, addr) = std::task::ready!(self.sock.poll_accept(cx))?;
+        let stream = UnixStream::from_socket(Socket::from_fd(fd)?);
+        Poll::Ready(Ok((stream, unix_addr(&addr)?)))
     }
 
     /// The address it listens on.

@@ -3,6 +3,7 @@
 use std::io;
 use std::mem::size_of;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::task::{Context, Poll};
 
 use io_uring::{opcode, types};
 
@@ -44,25 +45,7 @@ impl Socket {
     pub(crate) async fn accept(&self) -> io::Result<(OwnedFd, Box<SockAddrBuf>)> {
         let fd = self.raw();
         let mut addr = SockAddrBuf::empty();
-        let mut accept_now = || loop {
-            addr.len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            // SAFETY: `addr` is a boxed storage of `addr.len` bytes, alive
-            // across the call; accept4 writes at most that many and the
-            // length it used.
-            let r = cvt(unsafe {
-                libc::accept4(
-                    fd,
-                    (&mut addr.storage as *mut libc::sockaddr_storage).cast(),
-                    &mut addr.len,
-                    libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
-                )
-            });
-            match r {
-                // That connection is gone; look at the next one.
-                Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {}
-                r => return r,
-            }
-        };
+        let mut accept_now = || accept_now(fd, &mut addr);
         let new = if self.uring() {
             // A listener that outlived its runtime accepts nothing.
             self.driver.check_live()?;
@@ -86,6 +69,39 @@ impl Socket {
         // SAFETY: a new descriptor nobody else owns.
         let new = unsafe { OwnedFd::from_raw_fd(new) };
         Ok((new, addr))
+    }
+
+    /// The poll-based form of [`accept`](Self::accept): `Pending` with
+    /// `cx`'s waker registered while nobody waits to be accepted (with
+    /// io_uring, a `POLL_ADD` on the listener's epoll instance kept between
+    /// polls; only the task that polled last is woken).
+    pub(crate) fn poll_accept(
+        &self,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<(OwnedFd, Box<SockAddrBuf>)>> {
+        let fd = self.raw();
+        let mut addr = SockAddrBuf::empty();
+        let new = match &self.reg {
+            Some(reg) => {
+                std::task::ready!(reg.poll_io(cx, Direction::Read, || accept_now(fd, &mut addr)))?
+            }
+            None => {
+                self.driver.check_live()?;
+                let watch = self.accept_watch.as_ref().expect("listeners are watched");
+                let mut kept = self.kept.lock().unwrap_or_else(|e| e.into_inner());
+                std::task::ready!(readiness::poll_io_kept(
+                    &mut kept[Direction::Read as usize],
+                    &self.driver,
+                    watch.as_raw_fd(),
+                    Direction::Read,
+                    cx,
+                    || accept_now(fd, &mut addr),
+                ))?
+            }
+        };
+        // SAFETY: a new descriptor nobody else owns.
+        let new = unsafe { OwnedFd::from_raw_fd(new) };
+        Poll::Ready(Ok((new, addr)))
     }
 
     /// Connects to `addr`.
@@ -172,4 +188,28 @@ pub(super) fn watch_readable(fd: RawFd) -> io::Result<OwnedFd> {
     // SAFETY: `event` is a live local the call only reads.
     cvt(unsafe { libc::epoll_ctl(ep.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, &mut event) })?;
     Ok(ep)
+}
+
+/// One `accept4` on the non-blocking listener `fd` (close-on-exec,
+/// non-blocking), the peer's address written to `addr`; a connection the
+/// kernel dropped from the queue (`ECONNABORTED`) is skipped.
+fn accept_now(fd: RawFd, addr: &mut SockAddrBuf) -> io::Result<RawFd> {
+    loop {
+        addr.len = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        // SAFETY: `addr` is a storage of `addr.len` bytes, alive across the
+        // call; accept4 writes at most that many and the length it used.
+        let r = cvt(unsafe {
+            libc::accept4(
+                fd,
+                (&mut addr.storage as *mut libc::sockaddr_storage).cast(),
+                &mut addr.len,
+                libc::SOCK_CLOEXEC | libc::SOCK_NONBLOCK,
+            )
+        });
+        match r {
+            // That connection is gone; look at the next one.
+            Err(e) if e.raw_os_error() == Some(libc::ECONNABORTED) => {}
+            r => return r,
+        }
+    }
 }

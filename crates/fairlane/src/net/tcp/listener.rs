@@ -4,6 +4,7 @@ use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::task::{Context, Poll};
 
 use super::TcpStream;
 use crate::net::addr::{resolve, ToSocketAddrs};
@@ -158,6 +159,28 @@ impl TcpListener {
         // From accept4: `getpeername` fails for a connection already reset.
         let peer = addr.ip_addr()?;
         Ok((stream, peer))
+    }
+
+    /// The poll-based form of [`accept`](Self::accept), as tokio's
+    /// `poll_accept`: `Ready` with a connection, or `Pending` with `cx`'s
+    /// waker registered while none waits (only the task that polled last
+    /// is woken).
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let listener = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let client = fairlane::net::TcpStream::connect(listener.local_addr()?).await?;
+    /// let (_stream, peer) = std::future::poll_fn(|cx| listener.poll_accept(cx)).await?;
+    /// assert_eq!(peer, client.local_addr()?);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn poll_accept(&self, cx: &mut Context<'_>) -> Poll<io::Result<(TcpStream, SocketAddr)>> {
+        let (fd, addr) = std::task::ready!(self.sock.poll_accept(cx))?;
+        let stream = TcpStream::from_socket(Socket::from_fd(fd)?);
+        Poll::Ready(Ok((stream, addr.ip_addr()?)))
     }
 
     /// The connections as they come, as a [`futures_core::Stream`] that
