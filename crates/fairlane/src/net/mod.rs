@@ -54,6 +54,8 @@ mod tcp_options;
 mod tcp_socket;
 mod try_from_std;
 mod udp;
+mod udp_options;
+mod udp_poll;
 mod unix;
 mod unix_datagram;
 

@@ -254,16 +254,31 @@ impl Socket {
     /// As [`try_recv_from`](Self::try_recv_from), with the sender's address
     /// as the kernel wrote it (any family).
     pub(crate) fn try_receive_datagram(&self, out: &mut [u8]) -> io::Result<(usize, SockAddrBuf)> {
+        self.try_datagram(out, false)
+    }
+
+    /// As [`try_recv_from`](Self::try_recv_from), leaving the datagram
+    /// queued (in the socket or in the carry).
+    pub(crate) fn try_peek_from(&self, out: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        let (n, from) = self.try_datagram(out, true)?;
+        Ok((n, from.ip_addr()?))
+    }
+
+    /// One datagram received (or, with `peek`, peeked at) into `out`
+    /// without waiting, with its sender; one that a dropped receive left
+    /// comes first.
+    fn try_datagram(&self, out: &mut [u8], peek: bool) -> io::Result<(usize, SockAddrBuf)> {
         if let Some(e) = self.carried_reads_unknown() {
             return Err(e);
         }
         if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
             // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
-            if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len(), false) } {
+            if let Some(got) = unsafe { carry.take_datagram(out.as_mut_ptr(), out.len(), peek) } {
                 let (n, from) = got?;
                 return Ok((n, from.ok_or_else(no_sender)?));
             }
         }
+        let flags = libc::MSG_DONTWAIT | if peek { libc::MSG_PEEK } else { 0 };
         let mut sa = SockAddrBuf::empty();
         // SAFETY: `out` is a live, writable slice; `sa` a boxed storage of
         // `sa.len` bytes.
@@ -272,7 +287,7 @@ impl Socket {
                 self.raw(),
                 out.as_mut_ptr().cast(),
                 out.len(),
-                libc::MSG_DONTWAIT,
+                flags,
                 (&mut sa.storage as *mut libc::sockaddr_storage).cast(),
                 &mut sa.len,
             )
