@@ -56,7 +56,7 @@ mod try_from_std;
 mod udp;
 mod udp_options;
 mod udp_poll;
-mod unix;
+pub mod unix;
 mod unix_datagram;
 
 pub use self::addr::{lookup_host, ToSocketAddrs};

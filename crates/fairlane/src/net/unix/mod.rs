@@ -1,7 +1,15 @@
-//! Unix-domain stream sockets: [`UnixListener`] and [`UnixStream`].
+//! Unix-domain stream sockets: [`UnixListener`] and [`UnixStream`], and
+//! the stream's halves: borrowed ([`UnixStream::split`]) and owned
+//! ([`UnixStream::into_split`]).
 
 mod listener;
+mod owned_split;
+mod split;
 mod stream;
 
 pub use self::listener::UnixListener;
+pub use self::owned_split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
+pub use self::split::{ReadHalf, WriteHalf};
 pub use self::stream::UnixStream;
+/// A Unix-domain socket address (std's type).
+pub use std::os::unix::net::SocketAddr;

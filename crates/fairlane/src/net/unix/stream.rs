@@ -7,7 +7,11 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
+use super::split;
+use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use crate::io::reactor::Direction;
 use crate::io::{Interest, IoBuf, IoBufMut, Ready};
 use crate::net::into_std::refused;
 use crate::net::socket::{with_std, SockAddrBuf, Socket};
@@ -257,6 +261,129 @@ impl UnixStream {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         with_std(self.sock.raw(), std::os::unix::net::UnixStream::local_addr)
+    }
+
+    /// Polls for read readiness, as tokio's `poll_read_ready`: `Ready(Ok)`
+    /// once a read would not block, else `Pending` with `cx`'s waker
+    /// registered (only the task that polled last is woken).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> {
+    ///     std::future::poll_fn(|cx| s.poll_read_ready(cx)).await
+    /// }
+    /// ```
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Read).map_ok(drop)
+    }
+
+    /// Polls for write readiness, as
+    /// [`poll_read_ready`](Self::poll_read_ready) for writing.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> {
+    ///     std::future::poll_fn(|cx| s.poll_write_ready(cx)).await
+    /// }
+    /// ```
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Write).map_ok(drop)
+    }
+
+    /// As [`try_read`](Self::try_read), into several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSliceMut;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// b.write_all_owned("abcdef").await.0?;
+    /// a.readable().await?;
+    /// let (mut x, mut y) = ([0u8; 2], [0u8; 8]);
+    /// let n = a.try_read_vectored(&mut [IoSliceMut::new(&mut x), IoSliceMut::new(&mut y)])?;
+    /// assert_eq!((n, &x, &y[..4]), (6, b"ab", &b"cdef"[..]));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.sock.try_recv_vectored(bufs)
+    }
+
+    /// As [`try_write`](Self::try_write), from several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// assert_eq!(a.try_write_vectored(&[IoSlice::new(b"ab"), IoSlice::new(b"cd")])?, 4);
+    /// let (n, buf) = b.read_owned(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"abcd");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.sock.try_send_vectored(bufs)
+    }
+
+    /// Splits into a read half and a write half that borrow the stream,
+    /// for reading and writing at the same time within one task (tokio's
+    /// `split`); they implement the stream's read and write traits. Bytes
+    /// the `AsyncRead` implementation buffered go to the read half.
+    ///
+    /// # Example
+    /// ```
+    /// use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (mut a, mut b) = fairlane::net::UnixStream::pair()?;
+    /// let (mut read, mut write) = a.split();
+    /// write.write_all(b"ping").await?;
+    /// let mut got = [0u8; 4];
+    /// b.read_exact(&mut got).await?;
+    /// b.write_all(&got).await?;
+    /// read.read_exact(&mut got).await?;
+    /// assert_eq!(&got, b"ping");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        let (read, write) = self.compat.sides();
+        split::split(&self.sock, read, write)
+    }
+
+    /// Splits into a read half and a write half that can move to different
+    /// tasks (they implement the read and write traits respectively).
+    /// Dropping the write half shuts down the write side;
+    /// [`OwnedReadHalf::reunite`] puts the stream back together. Bytes the
+    /// `AsyncRead` implementation buffered go to the read half.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// let (read, write) = a.into_split();
+    /// fairlane::spawn(async move { write.write_all_owned("x").await.0 });
+    /// let (n, buf) = b.read_owned(Vec::with_capacity(4)).await;
+    /// assert_eq!(&buf[..n?], b"x");
+    /// # drop(read);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let (read, write) = self.compat.into_halves();
+        (
+            OwnedReadHalf::new(self.sock.clone(), read),
+            OwnedWriteHalf::new(self.sock, write),
+        )
+    }
+
+    /// A stream from the parts of its owned halves ([`OwnedReadHalf::reunite`]).
+    pub(super) fn from_parts(sock: Arc<Socket>, compat: Compat) -> UnixStream {
+        UnixStream { compat, sock }
     }
 }
 
