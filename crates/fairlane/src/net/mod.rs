@@ -58,6 +58,7 @@ mod udp_options;
 mod udp_poll;
 pub mod unix;
 mod unix_datagram;
+mod unix_datagram_poll;
 
 pub use self::addr::{lookup_host, ToSocketAddrs};
 pub use self::into_std::IntoStdError;
