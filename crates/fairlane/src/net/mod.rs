@@ -59,6 +59,7 @@ mod udp_poll;
 pub mod unix;
 mod unix_datagram;
 mod unix_datagram_poll;
+mod unix_socket;
 
 pub use self::addr::{lookup_host, ToSocketAddrs};
 pub use self::into_std::IntoStdError;
@@ -67,3 +68,4 @@ pub use self::tcp_socket::TcpSocket;
 pub use self::udp::UdpSocket;
 pub use self::unix::{UnixListener, UnixStream};
 pub use self::unix_datagram::UnixDatagram;
+pub use self::unix_socket::UnixSocket;

@@ -83,6 +83,41 @@ impl SockAddrBuf {
         Ok(buf)
     }
 
+    /// The kernel's form of std's Unix-domain address: a path or an
+    /// abstract name; `InvalidInput` for an unnamed one (nothing to bind
+    /// to or connect to).
+    pub(crate) fn from_unix_addr(
+        addr: &std::os::unix::net::SocketAddr,
+    ) -> io::Result<Box<SockAddrBuf>> {
+        use std::os::linux::net::SocketAddrExt;
+        if let Some(path) = addr.as_pathname() {
+            return Self::from_path(path);
+        }
+        let Some(name) = addr.as_abstract_name() else {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an unnamed Unix-domain address names no socket",
+            ));
+        };
+        let mut buf = Self::empty();
+        // SAFETY: `sockaddr_storage` is larger than and aligned for
+        // `sockaddr_un`; zeroed bytes are a valid one.
+        let sun = unsafe { &mut *(&mut buf.storage as *mut _ as *mut libc::sockaddr_un) };
+        if name.len() >= sun.sun_path.len() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "an abstract Unix socket name must be shorter than 108 bytes",
+            ));
+        }
+        sun.sun_family = libc::AF_UNIX as libc::sa_family_t;
+        // The leading NUL (already zero) marks an abstract name.
+        for (dst, &src) in sun.sun_path[1..].iter_mut().zip(name) {
+            *dst = src as libc::c_char;
+        }
+        buf.len = (size_of::<libc::sa_family_t>() + 1 + name.len()) as libc::socklen_t;
+        Ok(buf)
+    }
+
     /// A Unix-domain address: a path, an abstract name, or unnamed.
     pub(crate) fn unix_addr(&self) -> io::Result<std::os::unix::net::SocketAddr> {
         use std::os::linux::net::SocketAddrExt;

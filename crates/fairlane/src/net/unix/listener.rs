@@ -2,14 +2,14 @@
 
 use std::fmt;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::task::{Context, Poll};
 
 use super::UnixStream;
 use crate::net::into_std::refused;
-use crate::net::socket::{with_std, SockAddrBuf, Socket};
+use crate::net::socket::{cvt, with_std, SockAddrBuf, Socket};
 
 /// A Unix-domain socket listening for connections.
 ///
@@ -52,6 +52,49 @@ impl UnixListener {
         let listener = std::os::unix::net::UnixListener::bind(path)?;
         Ok(UnixListener {
             sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
+        })
+    }
+
+    /// Binds to `addr` (a path or, on Linux, an abstract name) and
+    /// listens, as tokio's `bind_addr`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for an unnamed address; the operating system's error
+    /// otherwise (e.g. `AddrInUse`); outside a runtime.
+    ///
+    /// # Example
+    /// ```
+    /// use std::os::linux::net::SocketAddrExt;
+    /// use std::os::unix::net::SocketAddr;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let name = format!("fairlane-doc-bind-addr-{}", std::process::id());
+    /// let addr = SocketAddr::from_abstract_name(name.as_bytes())?;
+    /// let listener = fairlane::net::UnixListener::bind_addr(&addr)?;
+    /// let _client = fairlane::net::UnixStream::connect_addr(&addr).await?;
+    /// let (_server, _) = listener.accept().await?;
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixListener> {
+        let sa = SockAddrBuf::from_unix_addr(addr)?;
+        // SAFETY: plain system call without pointers.
+        let fd =
+            cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
+        // SAFETY: a new descriptor nobody else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: `sa` holds a valid address of `sa.len` bytes.
+        cvt(unsafe {
+            libc::bind(
+                fd.as_raw_fd(),
+                (&sa.storage as *const libc::sockaddr_storage).cast(),
+                sa.len,
+            )
+        })?;
+        // SAFETY: plain system call on the new socket.
+        cvt(unsafe { libc::listen(fd.as_raw_fd(), libc::SOMAXCONN) })?;
+        Ok(UnixListener {
+            sock: Socket::listener_from_fd(fd)?,
         })
     }
 

@@ -36,7 +36,7 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
-    pub(super) fn from_socket(sock: Socket) -> UnixStream {
+    pub(crate) fn from_socket(sock: Socket) -> UnixStream {
         UnixStream {
             sock: Arc::new(sock),
             compat: Compat::new(),
@@ -59,6 +59,27 @@ impl UnixStream {
     /// ```
     pub async fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
         let addr = SockAddrBuf::from_path(path.as_ref())?;
+        let sock = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
+        sock.connect(addr).await?;
+        Ok(UnixStream::from_socket(sock))
+    }
+
+    /// Connects to the socket listening at `addr` (a path or, on Linux, an
+    /// abstract name), as tokio's `connect_addr`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for an unnamed address; the operating system's error
+    /// otherwise (e.g. `ConnectionRefused`).
+    ///
+    /// # Example
+    /// See [`UnixListener::bind_addr`](super::UnixListener::bind_addr).
+    /// ```
+    /// async fn f(addr: &std::os::unix::net::SocketAddr) -> std::io::Result<fairlane::net::UnixStream> {
+    ///     fairlane::net::UnixStream::connect_addr(addr).await
+    /// }
+    /// ```
+    pub async fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        let addr = SockAddrBuf::from_unix_addr(addr)?;
         let sock = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
         sock.connect(addr).await?;
         Ok(UnixStream::from_socket(sock))
