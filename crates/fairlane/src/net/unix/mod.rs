@@ -1,9 +1,10 @@
 //! Unix-domain stream sockets: [`UnixListener`] and [`UnixStream`], and
 //! the stream's halves: borrowed ([`UnixStream::split`]) and owned
-//! ([`UnixStream::into_split`]).
+//! ([`UnixStream::into_split`]); and [`pipe`]s.
 
 mod listener;
 mod owned_split;
+pub mod pipe;
 mod split;
 mod stream;
 
