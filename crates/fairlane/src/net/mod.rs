@@ -60,6 +60,7 @@ pub mod unix;
 mod unix_datagram;
 mod unix_datagram_poll;
 mod unix_socket;
+mod unwind_safe;
 
 pub use self::addr::{lookup_host, ToSocketAddrs};
 pub use self::into_std::IntoStdError;
