@@ -82,28 +82,16 @@ impl Compat {
             && self.write.carried.is_none()
     }
 
-    /// The read side of `read` and the write side of `write`: a stream's
-    /// adapters put back together from those of its owned halves.
-    pub(crate) fn join(read: Compat, write: Compat) -> Compat {
-        Compat {
-            read: read.read,
-            write: write.write,
-        }
+    /// A stream's adapters put back together from those of its owned
+    /// halves.
+    pub(crate) fn join(read: ReadSide, write: WriteSide) -> Compat {
+        Compat { read, write }
     }
 
-    /// Two adapters, for a stream's owned halves: the first with this
-    /// one's read side (what it buffered goes on to the read half), the
-    /// second with its write side.
-    pub(crate) fn into_halves(self) -> (Compat, Compat) {
-        let read = Compat {
-            read: self.read,
-            write: WriteSide::default(),
-        };
-        let write = Compat {
-            read: ReadSide::new(),
-            write: self.write,
-        };
-        (read, write)
+    /// The two sides, for a stream's owned halves (what the read side
+    /// buffered goes on to the read half).
+    pub(crate) fn into_halves(self) -> (ReadSide, WriteSide) {
+        (self.read, self.write)
     }
 
     /// Both sides, for a stream's borrowed halves.
@@ -147,7 +135,7 @@ impl Compat {
 }
 
 impl ReadSide {
-    fn new() -> ReadSide {
+    pub(crate) fn new() -> ReadSide {
         ReadSide::Idle {
             buf: Vec::new(),
             pos: 0,

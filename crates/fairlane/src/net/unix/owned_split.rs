@@ -10,7 +10,7 @@ use std::sync::Arc;
 use super::UnixStream;
 use crate::io::{Interest, IoBuf, IoBufMut, Ready};
 use crate::net::socket::{with_std, Socket};
-use crate::net::stream::{impl_async_read, impl_async_write, Compat};
+use crate::net::stream::{impl_async_read, impl_async_write, Compat, ReadSide, WriteSide};
 
 /// The read half of a [`UnixStream`]; see [`UnixStream::into_split`].
 ///
@@ -27,14 +27,14 @@ use crate::net::stream::{impl_async_read, impl_async_write, Compat};
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct OwnedReadHalf {
-    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// Declared before `sock`: a read the adapter keeps in flight is
     /// cancelled before the descriptor can close.
-    compat: Compat,
+    compat: ReadSide,
     sock: Arc<Socket>,
 }
 
 impl OwnedReadHalf {
-    pub(super) fn new(sock: Arc<Socket>, compat: Compat) -> OwnedReadHalf {
+    pub(super) fn new(sock: Arc<Socket>, compat: ReadSide) -> OwnedReadHalf {
         OwnedReadHalf { sock, compat }
     }
 
@@ -64,7 +64,7 @@ impl OwnedReadHalf {
         }
         let mut other = other;
         other.shutdown_on_drop = false;
-        let write = std::mem::replace(&mut other.compat, Compat::new());
+        let write = std::mem::take(&mut other.compat);
         drop(other);
         let OwnedReadHalf { compat, sock } = self;
         Ok(UnixStream::from_parts(sock, Compat::join(compat, write)))
@@ -164,16 +164,16 @@ impl OwnedReadHalf {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 pub struct OwnedWriteHalf {
-    /// Declared before `sock`: a wait the adapters keep in flight is
+    /// Declared before `sock`: a wait the adapter keeps in flight is
     /// cancelled before the descriptor can close.
-    compat: Compat,
+    compat: WriteSide,
     sock: Arc<Socket>,
     /// Cleared by [`forget`](Self::forget) and `reunite`.
     shutdown_on_drop: bool,
 }
 
 impl OwnedWriteHalf {
-    pub(super) fn new(sock: Arc<Socket>, compat: Compat) -> OwnedWriteHalf {
+    pub(super) fn new(sock: Arc<Socket>, compat: WriteSide) -> OwnedWriteHalf {
         OwnedWriteHalf {
             sock,
             compat,
