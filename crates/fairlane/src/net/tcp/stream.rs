@@ -114,7 +114,7 @@ impl TcpStream {
     ///
     /// # Errors
     /// If that would lose data, an error of kind `ResourceBusy` whose inner
-    /// error, an [`IntoStdError`](super::IntoStdError), gives the stream
+    /// error, an [`IntoStdError`](crate::net::IntoStdError), gives the stream
     /// back: the runtime still holds bytes that reads dropped in flight
     /// received (io_uring; a read returns them), writes dropped in flight
     /// that are still sending, or bytes the `AsyncRead` adapter read

@@ -118,7 +118,7 @@ impl UnixListener {
 
     /// Turns it into a std listener (non-blocking, as tokio leaves it),
     /// no longer part of the runtime; as
-    /// [`TcpListener::into_std`](super::TcpListener::into_std).
+    /// [`TcpListener::into_std`](crate::net::TcpListener::into_std).
     ///
     /// # Example
     /// ```
@@ -148,7 +148,7 @@ impl UnixListener {
     /// listener. A connection whose peer went away before it was accepted does not
     /// make `accept` fail: it is returned (its reads then see the end of
     /// the stream). Running out of descriptors is an error to wait out, as
-    /// described at [`TcpListener::accept`](super::TcpListener::accept).
+    /// described at [`TcpListener::accept`](crate::net::TcpListener::accept).
     pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
         let (fd, addr) = self.sock.accept().await?;
         let stream = UnixStream::from_socket(Socket::from_fd(fd)?);

@@ -18,10 +18,10 @@ use crate::net::socket::{with_std, SockAddrBuf, Socket};
 use crate::net::stream::{impl_async_io, stream_into_fd, Compat};
 
 /// A Unix-domain stream connection; owned-buffer reads and writes, and
-/// `futures-io` traits, as [`TcpStream`](super::TcpStream).
+/// `futures-io` traits, as [`TcpStream`](crate::net::TcpStream).
 ///
 /// # Example
-/// See [`UnixListener`].
+/// See [`UnixListener`](super::UnixListener).
 /// ```
 /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
 ///     let (n, _buf) = s.read_owned(Vec::with_capacity(64)).await;
@@ -129,7 +129,7 @@ impl UnixStream {
     /// Turns it into a std stream (non-blocking, as tokio leaves it), no
     /// longer part of the runtime; refused (the stream given back) where
     /// that would lose data, as
-    /// [`TcpStream::into_std`](super::TcpStream::into_std).
+    /// [`TcpStream::into_std`](crate::net::TcpStream::into_std).
     ///
     /// # Example
     /// ```
@@ -146,10 +146,10 @@ impl UnixStream {
             .map_err(|(sock, compat)| refused(UnixStream { sock, compat }))
     }
 
-    /// As [`TcpStream::read_owned`](super::TcpStream::read_owned).
+    /// As [`TcpStream::read_owned`](crate::net::TcpStream::read_owned).
     ///
     /// # Example
-    /// See [`UnixListener`].
+    /// See [`UnixListener`](super::UnixListener).
     /// ```
     /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.read_owned(vec![0u8; 8]).await; }
     /// ```
@@ -157,7 +157,7 @@ impl UnixStream {
         self.sock.recv(buf).await
     }
 
-    /// As [`TcpStream::write_owned`](super::TcpStream::write_owned).
+    /// As [`TcpStream::write_owned`](crate::net::TcpStream::write_owned).
     ///
     /// # Example
     /// ```
@@ -167,10 +167,10 @@ impl UnixStream {
         self.sock.send(buf, 0).await
     }
 
-    /// As [`TcpStream::write_all_owned`](super::TcpStream::write_all_owned).
+    /// As [`TcpStream::write_all_owned`](crate::net::TcpStream::write_all_owned).
     ///
     /// # Example
-    /// See [`UnixListener`].
+    /// See [`UnixListener`](super::UnixListener).
     /// ```
     /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write_all_owned("x").await; }
     /// ```
@@ -178,7 +178,7 @@ impl UnixStream {
         self.sock.send_all(buf).await
     }
 
-    /// As [`TcpStream::readable`](super::TcpStream::readable).
+    /// As [`TcpStream::readable`](crate::net::TcpStream::readable).
     ///
     /// # Example
     /// ```
@@ -197,7 +197,7 @@ impl UnixStream {
         self.sock.readable().await
     }
 
-    /// As [`TcpStream::writable`](super::TcpStream::writable).
+    /// As [`TcpStream::writable`](crate::net::TcpStream::writable).
     ///
     /// # Example
     /// ```
@@ -210,7 +210,7 @@ impl UnixStream {
         self.sock.writable().await
     }
 
-    /// As [`TcpStream::ready`](super::TcpStream::ready).
+    /// As [`TcpStream::ready`](crate::net::TcpStream::ready).
     ///
     /// # Example
     /// ```
@@ -227,7 +227,7 @@ impl UnixStream {
         self.sock.ready(interest).await
     }
 
-    /// As [`TcpStream::try_read`](super::TcpStream::try_read).
+    /// As [`TcpStream::try_read`](crate::net::TcpStream::try_read).
     ///
     /// # Example
     /// ```
@@ -237,7 +237,7 @@ impl UnixStream {
         self.sock.try_recv(buf)
     }
 
-    /// As [`TcpStream::try_write`](super::TcpStream::try_write).
+    /// As [`TcpStream::try_write`](crate::net::TcpStream::try_write).
     ///
     /// # Example
     /// ```
