@@ -197,6 +197,17 @@ impl UnixListener {
             std::os::unix::net::UnixListener::local_addr,
         )
     }
+
+    /// Takes the socket's pending error (`SO_ERROR`); `None` if there is
+    /// none.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(l: &fairlane::net::UnixListener) -> std::io::Result<bool> { Ok(l.take_error()?.is_none()) }
+    /// ```
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        crate::net::socket::take_error(self.sock.raw())
+    }
 }
 
 /// A Unix-domain address in the kernel's form (as `accept4` fills it in)

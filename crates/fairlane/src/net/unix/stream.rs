@@ -406,6 +406,17 @@ impl UnixStream {
     pub(super) fn from_parts(sock: Arc<Socket>, compat: Compat) -> UnixStream {
         UnixStream { compat, sock }
     }
+
+    /// Takes the socket's pending error (`SO_ERROR`); `None` if there is
+    /// none.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<bool> { Ok(s.take_error()?.is_none()) }
+    /// ```
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        crate::net::socket::take_error(self.sock.raw())
+    }
 }
 
 impl_async_io!(UnixStream);
