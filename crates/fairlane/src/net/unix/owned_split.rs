@@ -50,11 +50,12 @@ impl OwnedReadHalf {
     /// ```
     /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
     /// # rt.block_on(async {
-    /// let (s, _peer) = fairlane::net::UnixStream::pair()?;
-    /// let addr = s.local_addr()?;
+    /// let (s, peer) = fairlane::net::UnixStream::pair()?;
     /// let (read, write) = s.into_split();
     /// let s = read.reunite(write).expect("halves of one stream");
-    /// assert_eq!(s.local_addr()?, addr);
+    /// s.write_all_owned("whole").await.0?;
+    /// let (n, buf) = peer.read_owned(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"whole");
     /// # Ok::<(), std::io::Error>(()) })?;
     /// # Ok::<(), std::io::Error>(())
     /// ```
