@@ -1,5 +1,5 @@
 //! `UdpSocket`'s socket options with tokio's names (broadcast, multicast
-//! loop/TTL/membership, TTL, type of service) and `take_error` (an ICMP
+//! loop/TTL/membership, TTL, type of service, IPv6 traffic class) and `take_error` (an ICMP
 //! "port unreachable" for a datagram to a connected peer).
 
 mod common;
@@ -34,7 +34,7 @@ fn options_round_trip() {
 }
 
 #[test]
-fn ipv6_multicast_loop_round_trips() {
+fn ipv6_options_round_trip() {
     common::runtime(1).block_on(async {
         let Ok(s) = UdpSocket::bind("[::1]:0").await else {
             return; // no IPv6 loopback on this machine
@@ -43,6 +43,8 @@ fn ipv6_multicast_loop_round_trips() {
         assert!(!s.multicast_loop_v6().unwrap());
         s.set_multicast_loop_v6(true).unwrap();
         assert!(s.multicast_loop_v6().unwrap());
+        s.set_tclass_v6(96).unwrap();
+        assert_eq!(s.tclass_v6().unwrap(), 96);
     });
 }
 

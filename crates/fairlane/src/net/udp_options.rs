@@ -1,5 +1,6 @@
 //! Socket options of a [`UdpSocket`], with tokio's names: broadcast,
-//! multicast (loop, TTL, membership), TTL, type of service, and the pending
+//! multicast (loop, TTL, membership), TTL, type of service, IPv6 traffic
+//! class, and the pending
 //! error.
 
 use std::io;
@@ -130,6 +131,39 @@ impl UdpSocket {
         with_std(self.as_raw_fd(), |s: &std::net::UdpSocket| {
             s.set_multicast_loop_v6(on)
         })
+    }
+
+    /// `IPV6_TCLASS` (an IPv6 socket's): the traffic class of the
+    /// datagrams it sends.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// if let Ok(s) = rt.block_on(fairlane::net::UdpSocket::bind("[::1]:0")) {
+    ///     s.set_tclass_v6(96)?;
+    ///     assert_eq!(s.tclass_v6()?, 96);
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn tclass_v6(&self) -> io::Result<u32> {
+        option::<libc::c_int>(self.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_TCLASS)
+            .map(|v| v as u32)
+    }
+
+    /// Sets `IPV6_TCLASS` (see [`tclass_v6`](Self::tclass_v6)).
+    ///
+    /// # Example
+    /// See [`tclass_v6`](Self::tclass_v6).
+    /// ```
+    /// fn f(s: &fairlane::net::UdpSocket) -> std::io::Result<()> { s.set_tclass_v6(0) }
+    /// ```
+    pub fn set_tclass_v6(&self, tclass: u32) -> io::Result<()> {
+        set_option(
+            self.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_TCLASS,
+            tclass as libc::c_int,
+        )
     }
 
     /// `IP_TTL`: the time-to-live of the datagrams this socket sends.
