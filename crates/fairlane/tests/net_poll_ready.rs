@@ -19,6 +19,7 @@ common::on_both_backends!(
     tcp_poll_write_ready_follows_the_send_buffer,
     tcp_poll_accept,
     unix_poll_accept,
+    readiness_already_there_is_seen_at_once,
 );
 
 fn tcp_poll_read_ready_follows_the_data(backend: IoBackend) {
@@ -109,4 +110,20 @@ fn unix_poll_accept(backend: IoBackend) {
         assert_eq!(&buf[..n.unwrap()], b"x");
     });
     std::fs::remove_file(&dir).unwrap();
+}
+
+/// `writable()`/`readable()` on a socket that is ready already complete on
+/// their first poll (with io_uring too: the descriptor is asked before a
+/// `POLL_ADD` is submitted).
+fn readiness_already_there_is_seen_at_once(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let (s, mut peer) = pair().await;
+        assert!(poll_once(s.writable()).await.is_some());
+        peer.write_all(b"x").unwrap();
+        s.readable().await.unwrap();
+        assert!(poll_once(s.readable()).await.is_some());
+        let ready = poll_once(s.ready(fairlane::io::Interest::READABLE)).await;
+        assert!(ready.unwrap().unwrap().is_readable());
+    });
 }

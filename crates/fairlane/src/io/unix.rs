@@ -93,7 +93,8 @@ pub(crate) mod readiness {
     }
 
     /// Waits until `fd` is ready for `interest`, without doing any I/O: with
-    /// io_uring (`reg` is `None`) by a one-shot `POLL_ADD`, in the fallback
+    /// io_uring (`reg` is `None`) by a one-shot `POLL_ADD` unless it is
+    /// ready already, in the fallback
     /// backend through `fd`'s poller registration `reg`. Either way the
     /// descriptor itself is asked, so readiness that is already there is
     /// seen at once and none is cached between calls; the result is what it
@@ -108,6 +109,14 @@ pub(crate) mod readiness {
         let revents = match reg {
             None => {
                 driver.check_live()?;
+                // Readiness already there is seen at once, without a round
+                // trip through the ring (as a fallback wait's first attempt
+                // sees it).
+                coop::proceed().await;
+                match ready_now(fd, events) {
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                    now => return Ok(Ready::from_revents(now?)),
+                }
                 if interest.is_priority() {
                     poll_add_priority(driver, fd, events).await?
                 } else {

@@ -221,14 +221,19 @@ impl WriteSide {
 
     /// Shuts the write side down once what dropped owned writes left is
     /// sent; immediate otherwise (bytes already written are in the kernel,
-    /// which sends them before the end of the stream).
+    /// which sends them before the end of the stream). A connection the
+    /// peer already reset (`NotConnected`) counts as shut down, as with
+    /// tokio's `poll_shutdown`.
     pub(crate) fn poll_close(
         &mut self,
         sock: &Arc<Socket>,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
         std::task::ready!(self.poll_carried(sock, cx))?;
-        Poll::Ready(sock.shutdown(std::net::Shutdown::Write))
+        Poll::Ready(match sock.shutdown(std::net::Shutdown::Write) {
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            r => r,
+        })
     }
 }
 

@@ -184,6 +184,78 @@ impl TcpSocket {
         let tos: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_IP, libc::IP_TOS)?;
         Ok(tos as u32)
     }
+
+    /// As [`set_tos`](Self::set_tos) (tokio's newer name).
+    ///
+    /// # Example
+    /// ```
+    /// let socket = fairlane::net::TcpSocket::new_v4()?;
+    /// socket.set_tos_v4(0x08)?;
+    /// assert_eq!(socket.tos_v4()?, 0x08);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_tos_v4(&self, tos: u32) -> io::Result<()> {
+        self.set_tos(tos)
+    }
+
+    /// As [`tos`](Self::tos) (tokio's newer name).
+    ///
+    /// # Example
+    /// ```
+    /// assert_eq!(fairlane::net::TcpSocket::new_v4()?.tos_v4()?, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn tos_v4(&self) -> io::Result<u32> {
+        self.tos()
+    }
+
+    /// Sets `IPV6_TCLASS`, the traffic class of the IPv6 packets it sends.
+    ///
+    /// # Errors
+    /// The operating system's, e.g. for an IPv4 socket.
+    ///
+    /// # Example
+    /// ```
+    /// if let Ok(socket) = fairlane::net::TcpSocket::new_v6() {
+    ///     socket.set_tclass_v6(96)?;
+    ///     assert_eq!(socket.tclass_v6()?, 96);
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_tclass_v6(&self, tclass: u32) -> io::Result<()> {
+        set_option(
+            self.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_TCLASS,
+            tclass as libc::c_int,
+        )
+    }
+
+    /// `IPV6_TCLASS`: see [`set_tclass_v6`](Self::set_tclass_v6).
+    ///
+    /// # Example
+    /// See [`set_tclass_v6`](Self::set_tclass_v6).
+    /// ```
+    /// fn f(s: &fairlane::net::TcpSocket) -> std::io::Result<u32> { s.tclass_v6() }
+    /// ```
+    pub fn tclass_v6(&self) -> io::Result<u32> {
+        let tclass: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_TCLASS)?;
+        Ok(tclass as u32)
+    }
+
+    /// Sets `SO_LINGER` to zero: closing the connection made from this
+    /// socket resets it and drops unsent data, without waiting.
+    ///
+    /// # Example
+    /// ```
+    /// let socket = fairlane::net::TcpSocket::new_v4()?;
+    /// socket.set_zero_linger()?;
+    /// assert_eq!(socket.linger()?, Some(std::time::Duration::ZERO));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_zero_linger(&self) -> io::Result<()> {
+        set_linger(self.as_raw_fd(), Some(Duration::ZERO))
+    }
 }
 
 impl TcpListener {
