@@ -1,7 +1,8 @@
 //! `UnixSocket` (stream: bind + listen, connect; datagram: bind +
 //! datagram; the wrong conversion for its type is an error) and
 //! `UnixListener::bind_addr`/`UnixStream::connect_addr` with a path and an
-//! abstract name, on both I/O backends.
+//! abstract name (also named by a path with a leading NUL), on both I/O
+//! backends.
 
 mod common;
 
@@ -17,6 +18,7 @@ common::on_both_backends!(
     datagram_echo,
     conversions_check_the_type,
     bind_addr_and_connect_addr,
+    leading_nul_path_is_an_abstract_name,
 );
 
 fn temp(name: &str, backend: IoBackend) -> PathBuf {
@@ -134,4 +136,23 @@ fn bind_addr_and_connect_addr(backend: IoBackend) {
         assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
     });
     std::fs::remove_file(&path).unwrap();
+}
+
+fn leading_nul_path_is_an_abstract_name(backend: IoBackend) {
+    let rt = common::backend_runtime(backend, 1);
+    rt.block_on(async {
+        let name = format!("fairlane-nul-{}-{backend:?}", std::process::id());
+        let path = format!("\0{name}");
+        let listener = UnixListener::bind(&path).unwrap();
+        assert_eq!(
+            listener.local_addr().unwrap().as_abstract_name(),
+            Some(name.as_bytes())
+        );
+        let (client, accepted) =
+            futures_lite::future::zip(UnixStream::connect(&path), listener.accept()).await;
+        let (server, _) = accepted.unwrap();
+        client.unwrap().write_all_owned("x").await.0.unwrap();
+        let (n, buf) = server.read_owned(Vec::with_capacity(2)).await;
+        assert_eq!(&buf[..n.unwrap()], b"x");
+    });
 }

@@ -61,10 +61,16 @@ impl SockAddrBuf {
         buf
     }
 
-    /// A Unix-domain address for `path` (not an abstract name).
+    /// A Unix-domain address for `path`; a path whose first byte is NUL
+    /// names an abstract socket (Linux), as with tokio.
     pub(crate) fn from_path(path: &std::path::Path) -> io::Result<Box<SockAddrBuf>> {
+        use std::os::linux::net::SocketAddrExt;
         use std::os::unix::ffi::OsStrExt;
         let bytes = path.as_os_str().as_bytes();
+        if let Some((0, name)) = bytes.split_first() {
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(name)?;
+            return Self::from_unix_addr(&addr);
+        }
         let mut buf = Self::empty();
         // SAFETY: `sockaddr_storage` is larger than and aligned for
         // `sockaddr_un`; zeroed bytes are a valid one.

@@ -49,10 +49,7 @@ impl UnixListener {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
-        let listener = std::os::unix::net::UnixListener::bind(path)?;
-        Ok(UnixListener {
-            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
-        })
+        UnixListener::bind_sockaddr(&*SockAddrBuf::from_path(path.as_ref())?)
     }
 
     /// Binds to `addr` (a path or, on Linux, an abstract name) and
@@ -77,7 +74,12 @@ impl UnixListener {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn bind_addr(addr: &SocketAddr) -> io::Result<UnixListener> {
-        let sa = SockAddrBuf::from_unix_addr(addr)?;
+        UnixListener::bind_sockaddr(&*SockAddrBuf::from_unix_addr(addr)?)
+    }
+
+    /// A new listener bound to `sa`, listening with the system's largest
+    /// backlog.
+    fn bind_sockaddr(sa: &SockAddrBuf) -> io::Result<UnixListener> {
         // SAFETY: plain system call without pointers.
         let fd =
             cvt(unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) })?;
