@@ -1,6 +1,7 @@
 //! `UdpSocket`'s socket options with tokio's names (broadcast, multicast
-//! loop/TTL/membership, TTL, type of service, IPv6 traffic class) and `take_error` (an ICMP
-//! "port unreachable" for a datagram to a connected peer).
+//! loop/TTL/membership, TTL, type of service, IPv6 traffic class) and
+//! `take_error` (an ICMP "port unreachable" for a datagram to a connected
+//! peer).
 
 mod common;
 

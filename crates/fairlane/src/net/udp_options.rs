@@ -1,7 +1,6 @@
 //! Socket options of a [`UdpSocket`], with tokio's names: broadcast,
 //! multicast (loop, TTL, membership), TTL, type of service, IPv6 traffic
-//! class, and the pending
-//! error.
+//! class, and the pending error.
 
 use std::io;
 use std::net::{Ipv4Addr, Ipv6Addr};
