@@ -26,3 +26,21 @@ fn a_join_error_converts_to_an_io_error() {
     assert_eq!(err.kind(), std::io::ErrorKind::Other);
     assert_eq!(err.to_string(), "task panicked");
 }
+
+#[test]
+fn net_types_are_unwind_safe() {
+    is_unwind_safe::<fairlane::net::TcpListener>();
+    is_unwind_safe::<fairlane::net::TcpSocket>();
+    is_unwind_safe::<fairlane::net::TcpStream>();
+    is_unwind_safe::<fairlane::net::UdpSocket>();
+    is_unwind_safe::<fairlane::net::UnixDatagram>();
+    is_unwind_safe::<fairlane::net::UnixListener>();
+    is_unwind_safe::<fairlane::net::UnixStream>();
+    is_unwind_safe::<fairlane::net::UnixSocket>();
+    is_unwind_safe::<fairlane::net::unix::pipe::Sender>();
+    is_unwind_safe::<fairlane::net::unix::pipe::Receiver>();
+    is_unwind_safe::<fairlane::net::tcp::OwnedReadHalf>();
+    is_unwind_safe::<fairlane::net::tcp::OwnedWriteHalf>();
+    is_unwind_safe::<fairlane::net::unix::OwnedReadHalf>();
+    is_unwind_safe::<fairlane::net::unix::OwnedWriteHalf>();
+}

@@ -249,6 +249,32 @@ impl Carry {
         (n > 0).then_some(Ok(n))
     }
 
+    /// Stream peek: copies the carried bytes of the oldest entry (those
+    /// not taken yet, as many as fit in `cap`) to `dst` and leaves them
+    /// carried, or reports a carried end of stream (`Ok(0)`) or error
+    /// without taking it. `None` if nothing is carried or `cap` is 0.
+    ///
+    /// # Safety
+    /// As for [`Carry::take_bytes`].
+    pub(crate) unsafe fn peek_bytes(&self, dst: *mut u8, cap: usize) -> Option<io::Result<usize>> {
+        if cap == 0 {
+            return None;
+        }
+        let st = self.lock();
+        let front = st.received.front()?;
+        if front.bytes.is_empty() {
+            return Some(match front.error {
+                Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+                None => Ok(0),
+            });
+        }
+        let m = (front.bytes.len() - front.taken).min(cap);
+        // SAFETY: `m <= cap` writable bytes at `dst` (the caller's
+        // promise), from the entry's own Vec, which the lock keeps.
+        unsafe { std::ptr::copy_nonoverlapping(front.bytes.as_ptr().add(front.taken), dst, m) };
+        Some(Ok(m))
+    }
+
     /// Datagram read: the oldest carried datagram, copied to `dst` (cut to
     /// `cap` bytes, as a receive into a smaller buffer cuts it), with its
     /// sender, or a carried error. `None` if nothing is carried. With

@@ -31,14 +31,16 @@ const READ_CHUNK: usize = 16 * 1024;
 
 type BoxFut<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
-enum ReadSide {
+/// The read side of a stream's trait implementations: with io_uring, the
+/// internal buffer and the `recv` that refills it.
+pub(crate) enum ReadSide {
     Idle { buf: Vec<u8>, pos: usize },
     Busy(BoxFut<(io::Result<usize>, Vec<u8>)>),
 }
 
 /// The write side's state between polls.
 #[derive(Default)]
-struct WriteSide {
+pub(crate) struct WriteSide {
     /// io_uring: the `POLL_ADD` for writability of a write that found the
     /// socket full (it holds no data). The streams declare their `Compat`
     /// before their socket, so that it is cancelled before the descriptor
@@ -49,26 +51,25 @@ struct WriteSide {
     carried: Option<BoxFut<io::Result<()>>>,
 }
 
+// SAFETY: every method of `ReadSide` and `WriteSide` takes `&mut self`, and
+// they have no field or method reachable through a shared reference: one
+// gives access to nothing, so sharing it between threads cannot race (the
+// argument of `std::sync::Exclusive`). The streams and halves holding them
+// are thus `Sync`, which their `&self` methods need inside spawned tasks.
+unsafe impl Sync for ReadSide {}
+// SAFETY: as for `ReadSide` above.
+unsafe impl Sync for WriteSide {}
+
 /// The state of a stream's `AsyncRead`/`AsyncWrite` implementation.
 pub(crate) struct Compat {
     read: ReadSide,
     write: WriteSide,
 }
 
-// SAFETY: every method of `Compat` takes `&mut self`, and it has no field
-// or method reachable through `&Compat`: a shared reference gives access to
-// nothing, so sharing one between threads cannot race (the argument of
-// `std::sync::Exclusive`). The streams holding it are thus `Sync`, which
-// their `&self` owned-buffer methods need inside spawned tasks.
-unsafe impl Sync for Compat {}
-
 impl Compat {
     pub(crate) fn new() -> Compat {
         Compat {
-            read: ReadSide::Idle {
-                buf: Vec::new(),
-                pos: 0,
-            },
+            read: ReadSide::new(),
             write: WriteSide::default(),
         }
     }
@@ -79,6 +80,66 @@ impl Compat {
     pub(crate) fn is_idle(&self) -> bool {
         matches!(&self.read, ReadSide::Idle { buf, pos } if *pos >= buf.len())
             && self.write.carried.is_none()
+    }
+
+    /// A stream's adapters put back together from those of its owned
+    /// halves.
+    pub(crate) fn join(read: ReadSide, write: WriteSide) -> Compat {
+        Compat { read, write }
+    }
+
+    /// The two sides, for a stream's owned halves (what the read side
+    /// buffered goes on to the read half).
+    pub(crate) fn into_halves(self) -> (ReadSide, WriteSide) {
+        (self.read, self.write)
+    }
+
+    /// Both sides, for a stream's borrowed halves.
+    pub(crate) fn sides(&mut self) -> (&mut ReadSide, &mut WriteSide) {
+        (&mut self.read, &mut self.write)
+    }
+
+    pub(crate) fn poll_read(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+        out: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        self.read.poll_read(sock, cx, out)
+    }
+
+    pub(crate) fn poll_write(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+        data: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        self.write.poll_write(sock, cx, data)
+    }
+
+    pub(crate) fn poll_flush(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.write.poll_flush(sock, cx)
+    }
+
+    pub(crate) fn poll_close(
+        &mut self,
+        sock: &Arc<Socket>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<()>> {
+        self.write.poll_close(sock, cx)
+    }
+}
+
+impl ReadSide {
+    pub(crate) fn new() -> ReadSide {
+        ReadSide::Idle {
+            buf: Vec::new(),
+            pos: 0,
+        }
     }
 
     pub(crate) fn poll_read(
@@ -94,7 +155,7 @@ impl Compat {
             return Poll::Ready(Ok(0));
         }
         loop {
-            match &mut self.read {
+            match self {
                 ReadSide::Idle { buf, pos } if *pos < buf.len() => {
                     let n = (buf.len() - *pos).min(out.len());
                     out[..n].copy_from_slice(&buf[*pos..*pos + n]);
@@ -106,11 +167,11 @@ impl Compat {
                     buf.clear();
                     buf.reserve(READ_CHUNK);
                     let sock = sock.clone();
-                    self.read = ReadSide::Busy(Box::pin(async move { sock.recv(buf).await }));
+                    *self = ReadSide::Busy(Box::pin(async move { sock.recv(buf).await }));
                 }
                 ReadSide::Busy(op) => {
                     let (result, buf) = std::task::ready!(op.as_mut().poll(cx));
-                    self.read = ReadSide::Idle { buf, pos: 0 };
+                    *self = ReadSide::Idle { buf, pos: 0 };
                     match result {
                         Ok(0) => return Poll::Ready(Ok(0)),
                         Ok(_) => {}
@@ -120,20 +181,22 @@ impl Compat {
             }
         }
     }
+}
 
+impl WriteSide {
     /// io_uring: sends what dropped owned writes left, if anything (at
     /// once `Ready` otherwise, and in the fallback backend).
     fn poll_carried(&mut self, sock: &Arc<Socket>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.write.carried.is_none() {
+        if self.carried.is_none() {
             if !sock.has_carried_writes() {
                 return Poll::Ready(Ok(()));
             }
             let sock = sock.clone();
-            self.write.carried = Some(Box::pin(async move { sock.flush_carried().await }));
+            self.carried = Some(Box::pin(async move { sock.flush_carried().await }));
         }
-        let carried = self.write.carried.as_mut().expect("set above");
+        let carried = self.carried.as_mut().expect("set above");
         let result = std::task::ready!(carried.as_mut().poll(cx));
-        self.write.carried = None;
+        self.carried = None;
         Poll::Ready(result)
     }
 
@@ -144,7 +207,7 @@ impl Compat {
         data: &[u8],
     ) -> Poll<io::Result<usize>> {
         std::task::ready!(self.poll_carried(sock, cx))?;
-        sock.poll_send_slice(cx, &mut self.write.wait, data)
+        sock.poll_send_slice(cx, &mut self.wait, data)
     }
 
     /// Nothing waits in the runtime but what dropped owned writes left.
@@ -158,14 +221,19 @@ impl Compat {
 
     /// Shuts the write side down once what dropped owned writes left is
     /// sent; immediate otherwise (bytes already written are in the kernel,
-    /// which sends them before the end of the stream).
+    /// which sends them before the end of the stream). A connection the
+    /// peer already reset (`NotConnected`) counts as shut down, as with
+    /// tokio's `poll_shutdown`.
     pub(crate) fn poll_close(
         &mut self,
         sock: &Arc<Socket>,
         cx: &mut Context<'_>,
     ) -> Poll<io::Result<()>> {
         std::task::ready!(self.poll_carried(sock, cx))?;
-        Poll::Ready(sock.shutdown(std::net::Shutdown::Write))
+        Poll::Ready(match sock.shutdown(std::net::Shutdown::Write) {
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(()),
+            r => r,
+        })
     }
 }
 
@@ -183,8 +251,9 @@ pub(crate) fn stream_into_fd(
 }
 
 /// Implements `futures_io::AsyncRead` (and, with the `tokio-io` and `hyper`
-/// features, tokio's `AsyncRead` and hyper's `Read`) for a type with fields `sock: Arc<Socket>` and
-/// `compat: Compat`.
+/// features, tokio's `AsyncRead` and hyper's `Read`) for a type with fields
+/// `sock` (an `Arc<Socket>` or a reference to one) and `compat` (a
+/// `Compat`, or a `ReadSide` or a reference to one).
 macro_rules! impl_async_read {
     ($t:ty) => {
         impl futures_io::AsyncRead for $t {
@@ -234,7 +303,8 @@ macro_rules! impl_async_read {
 
 /// Implements `futures_io::AsyncWrite` (and, with the `tokio-io` and
 /// `hyper` features, tokio's `AsyncWrite` and hyper's `Write`) for a type
-/// with fields `sock: Arc<Socket>` and `compat: Compat`.
+/// with fields `sock` (as for [`impl_async_read`]) and `compat` (a
+/// `Compat`, or a `WriteSide` or a reference to one).
 macro_rules! impl_async_write {
     ($t:ty) => {
         $crate::net::stream::impl_write_trait!($t, futures_io::AsyncWrite, poll_close);

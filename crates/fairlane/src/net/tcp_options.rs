@@ -1,13 +1,14 @@
 //! TCP socket options on a connected [`TcpStream`] (`SO_LINGER`,
-//! `TCP_QUICKACK`) and on a [`TcpSocket`] before it connects or listens
+//! `TCP_QUICKACK`, `IP_TTL`, the pending error), on a [`TcpListener`]
+//! (`IP_TTL`) and on a [`TcpSocket`] before it connects or listens
 //! (`IP_TOS`), with tokio's names.
 
 use std::io;
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::Duration;
 
-use super::socket::{option, set_option};
-use super::{TcpSocket, TcpStream};
+use super::socket::{option, set_option, take_error, with_std};
+use super::{TcpListener, TcpSocket, TcpStream};
 
 /// Sets `SO_LINGER` on `fd`: `Some(d)` (whole seconds, rounded down) or off.
 pub(super) fn set_linger(fd: RawFd, dur: Option<Duration>) -> io::Result<()> {
@@ -90,6 +91,64 @@ impl TcpStream {
         let on: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_QUICKACK)?;
         Ok(on != 0)
     }
+
+    /// Sets `SO_LINGER` to zero: closing the stream resets the connection
+    /// (the peer reads `ConnectionReset`) and drops unsent data, without
+    /// waiting.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.set_zero_linger()?;
+    /// assert_eq!(s.linger()?, Some(std::time::Duration::ZERO));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_zero_linger(&self) -> io::Result<()> {
+        set_linger(self.as_raw_fd(), Some(Duration::ZERO))
+    }
+
+    /// `IP_TTL`: the time-to-live of the packets this stream sends.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// s.set_ttl(42)?;
+    /// assert_eq!(s.ttl()?, 42);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn ttl(&self) -> io::Result<u32> {
+        with_std(self.as_raw_fd(), std::net::TcpStream::ttl)
+    }
+
+    /// Sets `IP_TTL` (see [`ttl`](Self::ttl)).
+    ///
+    /// # Example
+    /// See [`ttl`](Self::ttl).
+    /// ```
+    /// fn f(s: &fairlane::net::TcpStream) -> std::io::Result<()> { s.set_ttl(64) }
+    /// ```
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        with_std(self.as_raw_fd(), |s: &std::net::TcpStream| s.set_ttl(ttl))
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`); `None` if there is
+    /// none.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::TcpStream) -> std::io::Result<bool> { Ok(s.take_error()?.is_none()) }
+    /// ```
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        take_error(self.as_raw_fd())
+    }
 }
 
 impl TcpSocket {
@@ -124,5 +183,105 @@ impl TcpSocket {
     pub fn tos(&self) -> io::Result<u32> {
         let tos: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_IP, libc::IP_TOS)?;
         Ok(tos as u32)
+    }
+
+    /// As [`set_tos`](Self::set_tos) (tokio's newer name).
+    ///
+    /// # Example
+    /// ```
+    /// let socket = fairlane::net::TcpSocket::new_v4()?;
+    /// socket.set_tos_v4(0x08)?;
+    /// assert_eq!(socket.tos_v4()?, 0x08);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_tos_v4(&self, tos: u32) -> io::Result<()> {
+        self.set_tos(tos)
+    }
+
+    /// As [`tos`](Self::tos) (tokio's newer name).
+    ///
+    /// # Example
+    /// ```
+    /// assert_eq!(fairlane::net::TcpSocket::new_v4()?.tos_v4()?, 0);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn tos_v4(&self) -> io::Result<u32> {
+        self.tos()
+    }
+
+    /// Sets `IPV6_TCLASS`, the traffic class of the IPv6 packets it sends.
+    ///
+    /// # Errors
+    /// The operating system's, e.g. for an IPv4 socket.
+    ///
+    /// # Example
+    /// ```
+    /// if let Ok(socket) = fairlane::net::TcpSocket::new_v6() {
+    ///     socket.set_tclass_v6(96)?;
+    ///     assert_eq!(socket.tclass_v6()?, 96);
+    /// }
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_tclass_v6(&self, tclass: u32) -> io::Result<()> {
+        set_option(
+            self.as_raw_fd(),
+            libc::IPPROTO_IPV6,
+            libc::IPV6_TCLASS,
+            tclass as libc::c_int,
+        )
+    }
+
+    /// `IPV6_TCLASS`: see [`set_tclass_v6`](Self::set_tclass_v6).
+    ///
+    /// # Example
+    /// See [`set_tclass_v6`](Self::set_tclass_v6).
+    /// ```
+    /// fn f(s: &fairlane::net::TcpSocket) -> std::io::Result<u32> { s.tclass_v6() }
+    /// ```
+    pub fn tclass_v6(&self) -> io::Result<u32> {
+        let tclass: libc::c_int = option(self.as_raw_fd(), libc::IPPROTO_IPV6, libc::IPV6_TCLASS)?;
+        Ok(tclass as u32)
+    }
+
+    /// Sets `SO_LINGER` to zero: closing the connection made from this
+    /// socket resets it and drops unsent data, without waiting.
+    ///
+    /// # Example
+    /// ```
+    /// let socket = fairlane::net::TcpSocket::new_v4()?;
+    /// socket.set_zero_linger()?;
+    /// assert_eq!(socket.linger()?, Some(std::time::Duration::ZERO));
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn set_zero_linger(&self) -> io::Result<()> {
+        set_linger(self.as_raw_fd(), Some(Duration::ZERO))
+    }
+}
+
+impl TcpListener {
+    /// `IP_TTL`: the time-to-live of the packets the accepted streams
+    /// send.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// let l = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
+    /// l.set_ttl(42)?;
+    /// assert_eq!(l.ttl()?, 42);
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn ttl(&self) -> io::Result<u32> {
+        with_std(self.as_raw_fd(), std::net::TcpListener::ttl)
+    }
+
+    /// Sets `IP_TTL` (see [`ttl`](Self::ttl)).
+    ///
+    /// # Example
+    /// See [`ttl`](Self::ttl).
+    /// ```
+    /// fn f(l: &fairlane::net::TcpListener) -> std::io::Result<()> { l.set_ttl(64) }
+    /// ```
+    pub fn set_ttl(&self, ttl: u32) -> io::Result<()> {
+        with_std(self.as_raw_fd(), |l: &std::net::TcpListener| l.set_ttl(ttl))
     }
 }

@@ -28,7 +28,7 @@ use crate::io::{IoBuf, IoBufMut};
 /// ```
 #[derive(Debug)]
 pub struct UdpSocket {
-    sock: Socket,
+    pub(super) sock: Socket,
 }
 
 impl UdpSocket {

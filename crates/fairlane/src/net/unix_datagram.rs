@@ -27,7 +27,7 @@ use crate::io::{IoBuf, IoBufMut};
 /// ```
 #[derive(Debug)]
 pub struct UnixDatagram {
-    sock: Socket,
+    pub(super) sock: Socket,
 }
 
 impl UnixDatagram {

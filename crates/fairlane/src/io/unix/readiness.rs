@@ -60,8 +60,9 @@ fn directions(interest: Interest, registered: [bool; 2]) -> [bool; 2] {
 }
 
 /// Waits until `fd` is ready for `interest`, without doing any I/O: with
-/// io_uring (`reg` is `None`) by a one-shot `POLL_ADD`, in the fallback
-/// backend through `fd`'s poller registration `reg`. Either way the
+/// io_uring (`reg` is `None`) by a one-shot `POLL_ADD` unless it is
+/// ready already, in the fallback backend through `fd`'s poller
+/// registration `reg`. Either way the
 /// descriptor itself is asked, so readiness that is already there is
 /// seen at once and none is cached between calls; the result is what it
 /// reported.
@@ -75,6 +76,14 @@ pub(crate) async fn wait(
     let revents = match reg {
         None => {
             driver.check_live()?;
+            // Readiness already there is seen at once, without a round
+            // trip through the ring (as a fallback wait's first attempt
+            // sees it).
+            coop::proceed().await;
+            match ready_now(fd, events) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                now => return Ok(Ready::from_revents(now?)),
+            }
             if interest.is_priority() {
                 poll_add_priority(driver, fd, events).await?
             } else {

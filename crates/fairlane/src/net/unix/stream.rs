@@ -1,4 +1,4 @@
-//! Unix-domain stream sockets: [`UnixListener`] and [`UnixStream`].
+//! [`UnixStream`]: a Unix-domain stream connection.
 
 use std::fmt;
 use std::io;
@@ -7,204 +7,21 @@ use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use super::into_std::refused;
-use super::socket::{with_std, SockAddrBuf, Socket};
-use super::stream::{impl_async_io, stream_into_fd, Compat};
+use super::split;
+use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use crate::io::reactor::Direction;
 use crate::io::{Interest, IoBuf, IoBufMut, Ready};
-
-/// A Unix-domain socket listening for connections.
-///
-/// # Example
-/// ```
-/// use fairlane::net::{UnixListener, UnixStream};
-/// let dir = std::env::temp_dir().join(format!("fairlane-doc-{}", std::process::id()));
-/// std::fs::create_dir_all(&dir)?;
-/// let path = dir.join("listener.sock");
-/// let _ = std::fs::remove_file(&path);
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// rt.block_on(async {
-///     let listener = UnixListener::bind(&path)?;
-///     let client = UnixStream::connect(&path).await?;
-///     let (server, _) = listener.accept().await?;
-///     client.write_all_owned("hi").await.0?;
-///     let (n, buf) = server.read_owned(Vec::with_capacity(8)).await;
-///     assert_eq!(&buf[..n?], b"hi");
-///     Ok::<(), std::io::Error>(())
-/// })?;
-/// std::fs::remove_file(&path)?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub struct UnixListener {
-    sock: Socket,
-}
-
-impl UnixListener {
-    /// Binds to `path` (which must not exist) and listens.
-    ///
-    /// # Example
-    /// See [`UnixListener`].
-    /// ```
-    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let err = rt.block_on(async { fairlane::net::UnixListener::bind("/nonexistent-dir/x.sock") }).unwrap_err();
-    /// assert_eq!(err.kind(), std::io::ErrorKind::NotFound);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn bind<P: AsRef<Path>>(path: P) -> io::Result<UnixListener> {
-        let listener = std::os::unix::net::UnixListener::bind(path)?;
-        Ok(UnixListener {
-            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
-        })
-    }
-
-    /// Adopts a std listener (which must be bound and listening).
-    ///
-    /// # Example
-    /// ```
-    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let path = std::env::temp_dir().join(format!("fairlane-doc-ul-{}.sock", std::process::id()));
-    /// let _ = std::fs::remove_file(&path);
-    /// let std_listener = std::os::unix::net::UnixListener::bind(&path)?;
-    /// let listener = rt.block_on(async { fairlane::net::UnixListener::from_std(std_listener) })?;
-    /// std::fs::remove_file(&path)?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn from_std(listener: std::os::unix::net::UnixListener) -> io::Result<UnixListener> {
-        Ok(UnixListener {
-            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
-        })
-    }
-
-    /// Turns it into a std listener (non-blocking, as tokio leaves it),
-    /// no longer part of the runtime; as
-    /// [`TcpListener::into_std`](super::TcpListener::into_std).
-    ///
-    /// # Example
-    /// ```
-    /// fn f(l: fairlane::net::UnixListener) -> std::io::Result<std::os::unix::net::UnixListener> {
-    ///     l.into_std()
-    /// }
-    /// ```
-    pub fn into_std(self) -> io::Result<std::os::unix::net::UnixListener> {
-        self.sock
-            .into_fd()
-            .map(Into::into)
-            .map_err(|sock| refused(UnixListener { sock }))
-    }
-
-    /// Waits for a connection.
-    ///
-    /// # Example
-    /// See [`UnixListener`].
-    /// ```
-    /// async fn f(l: &fairlane::net::UnixListener) -> std::io::Result<()> {
-    ///     let (_stream, _addr) = l.accept().await?;
-    ///     Ok(())
-    /// }
-    /// ```
-    ///
-    /// Cancel-safe: a dropped `accept` takes no connection from the
-    /// listener. A connection whose peer went away before it was accepted does not
-    /// make `accept` fail: it is returned (its reads then see the end of
-    /// the stream). Running out of descriptors is an error to wait out, as
-    /// described at [`TcpListener::accept`](super::TcpListener::accept).
-    pub async fn accept(&self) -> io::Result<(UnixStream, SocketAddr)> {
-        let (fd, addr) = self.sock.accept().await?;
-        let stream = UnixStream::from_socket(Socket::from_fd(fd)?);
-        // The address accept4 reported, not a second look with
-        // `getpeername` that the peer's state could make fail.
-        let addr = unix_addr(&addr)?;
-        Ok((stream, addr))
-    }
-
-    /// The address it listens on.
-    ///
-    /// # Example
-    /// ```
-    /// fn f(l: &fairlane::net::UnixListener) -> std::io::Result<()> {
-    ///     println!("{:?}", l.local_addr()?.as_pathname());
-    ///     Ok(())
-    /// }
-    /// ```
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        with_std(
-            self.sock.raw(),
-            std::os::unix::net::UnixListener::local_addr,
-        )
-    }
-}
-
-/// A Unix-domain address in the kernel's form (as `accept4` fills it in)
-/// as std's type: unnamed (the peer never bound, or the length holds no
-/// path), an abstract name (leading NUL), or a path.
-fn unix_addr(buf: &SockAddrBuf) -> io::Result<SocketAddr> {
-    let path_offset = std::mem::offset_of!(libc::sockaddr_un, sun_path);
-    let len = buf.len as usize;
-    if len <= path_offset {
-        return unnamed();
-    }
-    if i32::from(buf.storage.ss_family) != libc::AF_UNIX {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the peer's address is not a Unix-domain address",
-        ));
-    }
-    // SAFETY: the family says the storage holds a `sockaddr_un`, which is
-    // smaller than and aligned within `sockaddr_storage`.
-    let sun =
-        unsafe { &*(&buf.storage as *const libc::sockaddr_storage).cast::<libc::sockaddr_un>() };
-    let path: Vec<u8> = sun.sun_path[..(len - path_offset).min(sun.sun_path.len())]
-        .iter()
-        .map(|&c| c as u8)
-        .collect();
-    match path.split_first() {
-        Some((0, name)) => {
-            use std::os::linux::net::SocketAddrExt;
-            SocketAddr::from_abstract_name(name)
-        }
-        _ => {
-            use std::os::unix::ffi::OsStrExt;
-            // A path ends at its first NUL (the kernel may count one).
-            let end = path.iter().position(|&b| b == 0).unwrap_or(path.len());
-            if end == 0 {
-                return unnamed();
-            }
-            SocketAddr::from_pathname(std::ffi::OsStr::from_bytes(&path[..end]))
-        }
-    }
-}
-
-/// An unnamed Unix-domain address (std has no constructor for one).
-fn unnamed() -> io::Result<SocketAddr> {
-    // An empty path gives std's unnamed form (family only); checked, with
-    // an unbound socket's own address as the way that always works.
-    let addr = SocketAddr::from_pathname("")?;
-    if addr.is_unnamed() {
-        Ok(addr)
-    } else {
-        std::os::unix::net::UnixDatagram::unbound()?.local_addr()
-    }
-}
-
-impl AsRawFd for UnixListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.raw()
-    }
-}
-
-impl fmt::Debug for UnixListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("UnixListener")
-            .field("fd", &self.sock.raw())
-            .finish()
-    }
-}
+use crate::net::into_std::refused;
+use crate::net::socket::{with_std, SockAddrBuf, Socket};
+use crate::net::stream::{impl_async_io, stream_into_fd, Compat};
 
 /// A Unix-domain stream connection; owned-buffer reads and writes, and
-/// `futures-io` traits, as [`TcpStream`](super::TcpStream).
+/// `futures-io` traits, as [`TcpStream`](crate::net::TcpStream).
 ///
 /// # Example
-/// See [`UnixListener`].
+/// See [`UnixListener`](super::UnixListener).
 /// ```
 /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<usize> {
 ///     let (n, _buf) = s.read_owned(Vec::with_capacity(64)).await;
@@ -219,7 +36,7 @@ pub struct UnixStream {
 }
 
 impl UnixStream {
-    fn from_socket(sock: Socket) -> UnixStream {
+    pub(crate) fn from_socket(sock: Socket) -> UnixStream {
         UnixStream {
             sock: Arc::new(sock),
             compat: Compat::new(),
@@ -242,6 +59,27 @@ impl UnixStream {
     /// ```
     pub async fn connect<P: AsRef<Path>>(path: P) -> io::Result<UnixStream> {
         let addr = SockAddrBuf::from_path(path.as_ref())?;
+        let sock = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
+        sock.connect(addr).await?;
+        Ok(UnixStream::from_socket(sock))
+    }
+
+    /// Connects to the socket listening at `addr` (a path or, on Linux, an
+    /// abstract name), as tokio's `connect_addr`.
+    ///
+    /// # Errors
+    /// `InvalidInput` for an unnamed address; the operating system's error
+    /// otherwise (e.g. `ConnectionRefused`).
+    ///
+    /// # Example
+    /// See [`UnixListener::bind_addr`](super::UnixListener::bind_addr).
+    /// ```
+    /// async fn f(addr: &std::os::unix::net::SocketAddr) -> std::io::Result<fairlane::net::UnixStream> {
+    ///     fairlane::net::UnixStream::connect_addr(addr).await
+    /// }
+    /// ```
+    pub async fn connect_addr(addr: &SocketAddr) -> io::Result<UnixStream> {
+        let addr = SockAddrBuf::from_unix_addr(addr)?;
         let sock = Socket::new(libc::AF_UNIX, libc::SOCK_STREAM)?;
         sock.connect(addr).await?;
         Ok(UnixStream::from_socket(sock))
@@ -291,7 +129,7 @@ impl UnixStream {
     /// Turns it into a std stream (non-blocking, as tokio leaves it), no
     /// longer part of the runtime; refused (the stream given back) where
     /// that would lose data, as
-    /// [`TcpStream::into_std`](super::TcpStream::into_std).
+    /// [`TcpStream::into_std`](crate::net::TcpStream::into_std).
     ///
     /// # Example
     /// ```
@@ -308,10 +146,10 @@ impl UnixStream {
             .map_err(|(sock, compat)| refused(UnixStream { sock, compat }))
     }
 
-    /// As [`TcpStream::read_owned`](super::TcpStream::read_owned).
+    /// As [`TcpStream::read_owned`](crate::net::TcpStream::read_owned).
     ///
     /// # Example
-    /// See [`UnixListener`].
+    /// See [`UnixListener`](super::UnixListener).
     /// ```
     /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.read_owned(vec![0u8; 8]).await; }
     /// ```
@@ -319,7 +157,7 @@ impl UnixStream {
         self.sock.recv(buf).await
     }
 
-    /// As [`TcpStream::write_owned`](super::TcpStream::write_owned).
+    /// As [`TcpStream::write_owned`](crate::net::TcpStream::write_owned).
     ///
     /// # Example
     /// ```
@@ -329,10 +167,10 @@ impl UnixStream {
         self.sock.send(buf, 0).await
     }
 
-    /// As [`TcpStream::write_all_owned`](super::TcpStream::write_all_owned).
+    /// As [`TcpStream::write_all_owned`](crate::net::TcpStream::write_all_owned).
     ///
     /// # Example
-    /// See [`UnixListener`].
+    /// See [`UnixListener`](super::UnixListener).
     /// ```
     /// async fn f(s: &fairlane::net::UnixStream) { let _ = s.write_all_owned("x").await; }
     /// ```
@@ -340,7 +178,7 @@ impl UnixStream {
         self.sock.send_all(buf).await
     }
 
-    /// As [`TcpStream::readable`](super::TcpStream::readable).
+    /// As [`TcpStream::readable`](crate::net::TcpStream::readable).
     ///
     /// # Example
     /// ```
@@ -359,7 +197,7 @@ impl UnixStream {
         self.sock.readable().await
     }
 
-    /// As [`TcpStream::writable`](super::TcpStream::writable).
+    /// As [`TcpStream::writable`](crate::net::TcpStream::writable).
     ///
     /// # Example
     /// ```
@@ -372,7 +210,7 @@ impl UnixStream {
         self.sock.writable().await
     }
 
-    /// As [`TcpStream::ready`](super::TcpStream::ready).
+    /// As [`TcpStream::ready`](crate::net::TcpStream::ready).
     ///
     /// # Example
     /// ```
@@ -389,7 +227,7 @@ impl UnixStream {
         self.sock.ready(interest).await
     }
 
-    /// As [`TcpStream::try_read`](super::TcpStream::try_read).
+    /// As [`TcpStream::try_read`](crate::net::TcpStream::try_read).
     ///
     /// # Example
     /// ```
@@ -399,7 +237,7 @@ impl UnixStream {
         self.sock.try_recv(buf)
     }
 
-    /// As [`TcpStream::try_write`](super::TcpStream::try_write).
+    /// As [`TcpStream::try_write`](crate::net::TcpStream::try_write).
     ///
     /// # Example
     /// ```
@@ -444,6 +282,140 @@ impl UnixStream {
     /// ```
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
         with_std(self.sock.raw(), std::os::unix::net::UnixStream::local_addr)
+    }
+
+    /// Polls for read readiness, as tokio's `poll_read_ready`: `Ready(Ok)`
+    /// once a read would not block, else `Pending` with `cx`'s waker
+    /// registered (only the task that polled last is woken).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> {
+    ///     std::future::poll_fn(|cx| s.poll_read_ready(cx)).await
+    /// }
+    /// ```
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Read).map_ok(drop)
+    }
+
+    /// Polls for write readiness, as
+    /// [`poll_read_ready`](Self::poll_read_ready) for writing.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::UnixStream) -> std::io::Result<()> {
+    ///     std::future::poll_fn(|cx| s.poll_write_ready(cx)).await
+    /// }
+    /// ```
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Write).map_ok(drop)
+    }
+
+    /// As [`try_read`](Self::try_read), into several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSliceMut;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// b.write_all_owned("abcdef").await.0?;
+    /// a.readable().await?;
+    /// let (mut x, mut y) = ([0u8; 2], [0u8; 8]);
+    /// let n = a.try_read_vectored(&mut [IoSliceMut::new(&mut x), IoSliceMut::new(&mut y)])?;
+    /// assert_eq!((n, &x, &y[..4]), (6, b"ab", &b"cdef"[..]));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.sock.try_recv_vectored(bufs)
+    }
+
+    /// As [`try_write`](Self::try_write), from several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// assert_eq!(a.try_write_vectored(&[IoSlice::new(b"ab"), IoSlice::new(b"cd")])?, 4);
+    /// let (n, buf) = b.read_owned(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"abcd");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.sock.try_send_vectored(bufs)
+    }
+
+    /// Splits into a read half and a write half that borrow the stream,
+    /// for reading and writing at the same time within one task (tokio's
+    /// `split`); they implement the stream's read and write traits. Bytes
+    /// the `AsyncRead` implementation buffered go to the read half.
+    ///
+    /// # Example
+    /// ```
+    /// use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (mut a, mut b) = fairlane::net::UnixStream::pair()?;
+    /// let (mut read, mut write) = a.split();
+    /// write.write_all(b"ping").await?;
+    /// let mut got = [0u8; 4];
+    /// b.read_exact(&mut got).await?;
+    /// b.write_all(&got).await?;
+    /// read.read_exact(&mut got).await?;
+    /// assert_eq!(&got, b"ping");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        let (read, write) = self.compat.sides();
+        split::split(&self.sock, read, write)
+    }
+
+    /// Splits into a read half and a write half that can move to different
+    /// tasks (they implement the read and write traits respectively).
+    /// Dropping the write half shuts down the write side;
+    /// [`OwnedReadHalf::reunite`] puts the stream back together. Bytes the
+    /// `AsyncRead` implementation buffered go to the read half.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// let (a, b) = fairlane::net::UnixStream::pair()?;
+    /// let (read, write) = a.into_split();
+    /// fairlane::spawn(async move { write.write_all_owned("x").await.0 });
+    /// let (n, buf) = b.read_owned(Vec::with_capacity(4)).await;
+    /// assert_eq!(&buf[..n?], b"x");
+    /// # drop(read);
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let (read, write) = self.compat.into_halves();
+        (
+            OwnedReadHalf::new(self.sock.clone(), read),
+            OwnedWriteHalf::new(self.sock, write),
+        )
+    }
+
+    /// A stream from the parts of its owned halves ([`OwnedReadHalf::reunite`]).
+    pub(super) fn from_parts(sock: Arc<Socket>, compat: Compat) -> UnixStream {
+        UnixStream { compat, sock }
+    }
+
+    /// Takes the socket's pending error (`SO_ERROR`); `None` if there is
+    /// none.
+    ///
+    /// # Example
+    /// ```
+    /// fn f(s: &fairlane::net::UnixStream) -> std::io::Result<bool> { Ok(s.take_error()?.is_none()) }
+    /// ```
+    pub fn take_error(&self) -> io::Result<Option<io::Error>> {
+        crate::net::socket::take_error(self.sock.raw())
     }
 }
 

@@ -1,283 +1,20 @@
-//! TCP: [`TcpListener`] and [`TcpStream`].
-//!
-//! # Example
-//! ```
-//! use fairlane::net::{TcpListener, TcpStream};
-//! use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
-//! let rt = fairlane::Runtime::builder().processors(1).build()?;
-//! let got = rt.block_on(async {
-//!     let listener = TcpListener::bind("127.0.0.1:0").await?;
-//!     let addr = listener.local_addr()?;
-//!     let client = fairlane::spawn(async move { TcpStream::connect(addr).await?.write_all(b"ping").await });
-//!     let (mut stream, _) = listener.accept().await?;
-//!     client.await.unwrap()?; // the client's stream is dropped: the server reads to the end
-//!     let mut got = Vec::new();
-//!     stream.read_to_end(&mut got).await?;
-//!     Ok::<_, std::io::Error>(got)
-//! })?;
-//! assert_eq!(got, b"ping");
-//! # Ok::<(), std::io::Error>(())
-//! ```
+//! [`TcpStream`]: a TCP connection.
 
 use std::fmt;
 use std::io;
 use std::net::{Shutdown, SocketAddr};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
+use std::task::{Context, Poll};
 
-use super::addr::{resolve, ToSocketAddrs};
-use super::into_std::refused;
-use super::socket::{with_std, SockAddrBuf, Socket};
-use super::stream::{impl_async_io, impl_async_read, impl_async_write, stream_into_fd, Compat};
+use super::split;
+use super::{OwnedReadHalf, OwnedWriteHalf, ReadHalf, WriteHalf};
+use crate::io::reactor::Direction;
 use crate::io::{Interest, IoBuf, IoBufMut, Ready};
-
-/// A TCP socket listening for connections.
-///
-/// # Example
-/// ```
-/// use fairlane::net::{TcpListener, TcpStream};
-/// let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// rt.block_on(async {
-///     let listener = TcpListener::bind("127.0.0.1:0").await?;
-///     let addr = listener.local_addr()?;
-///     let client = fairlane::spawn(async move { TcpStream::connect(addr).await });
-///     let (_server_side, peer) = listener.accept().await?;
-///     let client = client.await.unwrap()?;
-///     assert_eq!(peer, client.local_addr()?);
-///     Ok::<(), std::io::Error>(())
-/// })?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub struct TcpListener {
-    sock: Socket,
-}
-
-impl TcpListener {
-    /// Binds to `addr` (the first of its addresses that works; a host name
-    /// is resolved on the blocking pool), with `SO_REUSEADDR` as std does.
-    ///
-    /// # Errors
-    /// The operating system's error of the last address tried, e.g.
-    /// `AddrInUse`.
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("localhost:0"))?;
-    /// assert!(listener.local_addr()?.ip().is_loopback());
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub async fn bind<A: ToSocketAddrs>(addr: A) -> io::Result<TcpListener> {
-        let mut last = None;
-        for addr in resolve(addr).await? {
-            match std::net::TcpListener::bind(addr) {
-                Ok(l) => return TcpListener::from_std(l),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.expect("resolve returns at least one address"))
-    }
-
-    /// Adopts a std listener (which must be bound and listening).
-    ///
-    /// # Example
-    /// ```
-    /// let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let std_listener = std::net::TcpListener::bind("127.0.0.1:0")?;
-    /// let listener = rt.block_on(async { fairlane::net::TcpListener::from_std(std_listener) })?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn from_std(listener: std::net::TcpListener) -> io::Result<TcpListener> {
-        Ok(TcpListener {
-            sock: Socket::listener_from_fd(OwnedFd::from(listener))?,
-        })
-    }
-
-    /// Turns it into a std listener (non-blocking, as tokio leaves it),
-    /// no longer part of the runtime.
-    ///
-    /// # Errors
-    /// None in practice (a listener keeps nothing in the runtime); the
-    /// shape is that of the streams' [`TcpStream::into_std`].
-    ///
-    /// # Example
-    /// ```
-    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
-    /// let addr = listener.local_addr()?;
-    /// let std_listener = listener.into_std()?;
-    /// assert_eq!(std_listener.local_addr()?, addr);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn into_std(self) -> io::Result<std::net::TcpListener> {
-        self.sock
-            .into_fd()
-            .map(Into::into)
-            .map_err(|sock| refused(TcpListener { sock }))
-    }
-
-    /// Waits for a connection; returns it with the peer's address.
-    ///
-    /// A connection that the peer reset or abandoned before it was accepted
-    /// does not make `accept` fail: it is returned (with its address; its
-    /// first read reports the reset) or skipped for the next one.
-    ///
-    /// # Errors
-    /// - Out of resources: `EMFILE`/`ENFILE` (no descriptor left for the
-    ///   process or the system), `ENOBUFS`/`ENOMEM`. The connection stays
-    ///   queued and the listener stays ready, so an `accept` right after
-    ///   fails the same way: a server should not give up on the listener
-    ///   but wait a little (say 100 ms, with [`fairlane::time::sleep`]),
-    ///   report the error once per wait, and try again; connections that
-    ///   finish meanwhile free descriptors.
-    /// - Other errors concern one incoming connection (e.g. `EPERM` from a
-    ///   firewall rule): the next `accept` may succeed.
-    /// - After the runtime shut down, an error saying so.
-    ///
-    /// [`fairlane::time::sleep`]: crate::time::sleep
-    ///
-    /// # Example
-    /// ```
-    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// # rt.block_on(async {
-    /// let listener = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// let addr = listener.local_addr()?;
-    /// std::thread::spawn(move || std::net::TcpStream::connect(addr));
-    /// let (stream, peer) = listener.accept().await?;
-    /// # Ok::<(), std::io::Error>(()) })?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    ///
-    /// # Cancellation
-    /// Cancel-safe: a dropped `accept` takes no connection from the
-    /// listener; the next `accept` returns it.
-    ///
-    /// A server loop that survives running out of descriptors:
-    /// ```
-    /// use std::time::Duration;
-    /// async fn serve(listener: fairlane::net::TcpListener) {
-    ///     loop {
-    ///         match listener.accept().await {
-    ///             Ok((stream, _peer)) => {
-    ///                 fairlane::spawn(async move { drop(stream) });
-    ///             }
-    ///             Err(e) if matches!(
-    ///                 e.raw_os_error(),
-    ///                 Some(libc::EMFILE | libc::ENFILE | libc::ENOBUFS | libc::ENOMEM)
-    ///             ) => {
-    ///                 eprintln!("accept: {e}; retrying in 100 ms");
-    ///                 fairlane::time::sleep(Duration::from_millis(100)).await;
-    ///             }
-    ///             Err(e) => eprintln!("accept: {e}"),
-    ///         }
-    ///     }
-    /// }
-    /// ```
-    pub async fn accept(&self) -> io::Result<(TcpStream, SocketAddr)> {
-        let (fd, addr) = self.sock.accept().await?;
-        let stream = TcpStream::from_socket(Socket::from_fd(fd)?);
-        // From accept4: `getpeername` fails for a connection already reset.
-        let peer = addr.ip_addr()?;
-        Ok((stream, peer))
-    }
-
-    /// The connections as they come, as a [`futures_core::Stream`] that
-    /// never ends (each item is one `accept`).
-    ///
-    /// # Example
-    /// ```
-    /// use futures_lite::StreamExt;
-    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// # rt.block_on(async {
-    /// let listener = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
-    /// let addr = listener.local_addr()?;
-    /// std::thread::spawn(move || std::net::TcpStream::connect(addr));
-    /// let mut incoming = listener.incoming();
-    /// let stream = incoming.next().await.unwrap()?;
-    /// # Ok::<(), std::io::Error>(()) })?;
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn incoming(&self) -> Incoming<'_> {
-        Incoming {
-            listener: self,
-            accept: None,
-        }
-    }
-
-    /// The address it listens on.
-    ///
-    /// # Example
-    /// ```
-    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-    /// let listener = rt.block_on(fairlane::net::TcpListener::bind("127.0.0.1:0"))?;
-    /// assert_ne!(listener.local_addr()?.port(), 0);
-    /// # Ok::<(), std::io::Error>(())
-    /// ```
-    pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        with_std(self.sock.raw(), std::net::TcpListener::local_addr)
-    }
-}
-
-type AcceptFuture<'a> = std::pin::Pin<
-    Box<dyn std::future::Future<Output = io::Result<(TcpStream, SocketAddr)>> + Send + 'a>,
->;
-
-/// The stream of [`TcpListener::incoming`].
-///
-/// # Example
-/// ```
-/// async fn serve(listener: fairlane::net::TcpListener) {
-///     use futures_lite::StreamExt;
-///     let mut incoming = listener.incoming();
-///     while let Some(Ok(stream)) = incoming.next().await {
-///         fairlane::spawn(async move { drop(stream) });
-///     }
-/// }
-/// ```
-pub struct Incoming<'a> {
-    listener: &'a TcpListener,
-    accept: Option<AcceptFuture<'a>>,
-}
-
-impl futures_core::Stream for Incoming<'_> {
-    type Item = io::Result<TcpStream>;
-
-    fn poll_next(
-        self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        let listener = this.listener;
-        let accept = this
-            .accept
-            .get_or_insert_with(|| Box::pin(listener.accept()));
-        let result = std::task::ready!(accept.as_mut().poll(cx));
-        this.accept = None;
-        std::task::Poll::Ready(Some(result.map(|(stream, _)| stream)))
-    }
-}
-
-impl fmt::Debug for Incoming<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Incoming")
-            .field("listener", self.listener)
-            .finish_non_exhaustive()
-    }
-}
-
-impl AsRawFd for TcpListener {
-    fn as_raw_fd(&self) -> RawFd {
-        self.sock.raw()
-    }
-}
-
-impl fmt::Debug for TcpListener {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TcpListener")
-            .field("fd", &self.sock.raw())
-            .finish()
-    }
-}
+use crate::net::addr::{resolve, ToSocketAddrs};
+use crate::net::into_std::refused;
+use crate::net::socket::{with_std, SockAddrBuf, Socket};
+use crate::net::stream::{impl_async_io, stream_into_fd, Compat};
 
 /// A TCP connection. Reads and writes take owned buffers and hand them
 /// back; [`futures_io::AsyncRead`]/[`futures_io::AsyncWrite`] are
@@ -377,7 +114,7 @@ impl TcpStream {
     ///
     /// # Errors
     /// If that would lose data, an error of kind `ResourceBusy` whose inner
-    /// error, an [`IntoStdError`](super::IntoStdError), gives the stream
+    /// error, an [`IntoStdError`](crate::net::IntoStdError), gives the stream
     /// back: the runtime still holds bytes that reads dropped in flight
     /// received (io_uring; a read returns them), writes dropped in flight
     /// that are still sending, or bytes the `AsyncRead` adapter read
@@ -710,10 +447,168 @@ impl TcpStream {
         with_std(self.sock.raw(), std::net::TcpStream::local_addr)
     }
 
+    /// Waits for data and copies it into `buf` without taking it from the
+    /// stream: the next read returns the same bytes. `Ok(0)`: the peer
+    /// closed its side (or `buf` is empty). As for
+    /// [`try_read`](Self::try_read), bytes that reads dropped in flight left
+    /// (io_uring) come first, and bytes buffered by the `AsyncRead`
+    /// implementation are not seen.
+    ///
+    /// # Cancellation
+    /// Cancel-safe: it takes nothing from the stream.
+    ///
+    /// # Example
+    /// ```
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// peer.write_all_owned("abc").await.0?;
+    /// let mut buf = [0u8; 8];
+    /// let n = s.peek(&mut buf).await?;
+    /// assert_eq!(&buf[..n], b"abc");
+    /// assert_eq!(s.try_read(&mut buf)?, 3); // still there
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub async fn peek(&self, buf: &mut [u8]) -> io::Result<usize> {
+        self.sock.peek(buf).await
+    }
+
+    /// The poll-based form of [`peek`](Self::peek): `Ready` with what it
+    /// copied, or `Pending` with `cx`'s waker registered for readability
+    /// (only the task that polled last is woken).
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::TcpStream) -> std::io::Result<usize> {
+    ///     let mut buf = [0u8; 8];
+    ///     std::future::poll_fn(|cx| s.poll_peek(cx, &mut buf)).await
+    /// }
+    /// ```
+    pub fn poll_peek(&self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        self.sock.poll_peek(cx, buf)
+    }
+
+    /// Polls for read readiness, as tokio's `poll_read_ready`: `Ready(Ok)`
+    /// once a read would not block, else `Pending` with `cx`'s waker
+    /// registered (only the task that polled last is woken). Readiness is
+    /// not cached: while the stream stays readable, each poll says so.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::TcpStream) -> std::io::Result<usize> {
+    ///     let mut buf = [0u8; 8];
+    ///     loop {
+    ///         std::future::poll_fn(|cx| s.poll_read_ready(cx)).await?;
+    ///         match s.try_read(&mut buf) {
+    ///             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+    ///             r => return r,
+    ///         }
+    ///     }
+    /// }
+    /// ```
+    pub fn poll_read_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Read).map_ok(drop)
+    }
+
+    /// Polls for write readiness, as [`poll_read_ready`](Self::poll_read_ready)
+    /// for writing.
+    ///
+    /// # Example
+    /// ```
+    /// async fn f(s: &fairlane::net::TcpStream) -> std::io::Result<()> {
+    ///     std::future::poll_fn(|cx| s.poll_write_ready(cx)).await
+    /// }
+    /// ```
+    pub fn poll_write_ready(&self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        self.sock.poll_ready(cx, Direction::Write).map_ok(drop)
+    }
+
+    /// As [`try_read`](Self::try_read), into several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSliceMut;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// peer.write_all_owned("abcdef").await.0?;
+    /// s.readable().await?;
+    /// let (mut a, mut b) = ([0u8; 2], [0u8; 8]);
+    /// let n = s.try_read_vectored(&mut [IoSliceMut::new(&mut a), IoSliceMut::new(&mut b)])?;
+    /// assert_eq!((n, &a, &b[..4]), (6, b"ab", &b"cdef"[..]));
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
+        self.sock.try_recv_vectored(bufs)
+    }
+
+    /// As [`try_write`](Self::try_write), from several buffers in order.
+    ///
+    /// # Example
+    /// ```
+    /// use std::io::IoSlice;
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (peer, _) = l.accept().await?;
+    /// assert_eq!(s.try_write_vectored(&[IoSlice::new(b"ab"), IoSlice::new(b"cd")])?, 4);
+    /// let (n, buf) = peer.read_owned(Vec::with_capacity(8)).await;
+    /// assert_eq!(&buf[..n?], b"abcd");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.sock.try_send_vectored(bufs)
+    }
+
+    /// Splits into a read half and a write half that borrow the stream,
+    /// for reading and writing at the same time within one task (tokio's
+    /// `split`); they implement the stream's read and write traits. Bytes
+    /// the `AsyncRead` implementation buffered stay with the stream and go
+    /// to the read half.
+    ///
+    /// # Example
+    /// ```
+    /// use futures_lite::io::{AsyncReadExt, AsyncWriteExt};
+    /// # let rt = fairlane::Runtime::builder().processors(1).build()?;
+    /// # rt.block_on(async {
+    /// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
+    /// let mut s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
+    /// let (mut peer, _) = l.accept().await?;
+    /// let (mut read, mut write) = s.split();
+    /// let copy = async move {
+    ///     let mut buf = [0u8; 4];
+    ///     peer.read_exact(&mut buf).await?;
+    ///     peer.write_all(&buf).await
+    /// };
+    /// let mut got = [0u8; 4];
+    /// let ((), (), ()) = futures_lite::future::try_zip(
+    ///     futures_lite::future::try_zip(write.write_all(b"ping"), read.read_exact(&mut got)),
+    ///     copy,
+    /// )
+    /// .await
+    /// .map(|((a, b), c)| (a, b, c))?;
+    /// assert_eq!(&got, b"ping");
+    /// # Ok::<(), std::io::Error>(()) })?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn split(&mut self) -> (ReadHalf<'_>, WriteHalf<'_>) {
+        let (read, write) = self.compat.sides();
+        split::split(&self.sock, read, write)
+    }
+
     /// Splits into a read half and a write half that can move to different
     /// tasks (they implement `AsyncRead` and `AsyncWrite` respectively).
-    /// Dropping the write half shuts down the write side. Data the
-    /// `AsyncRead` adapter buffered but did not hand out is dropped.
+    /// Dropping the write half shuts down the write side;
+    /// [`OwnedReadHalf::reunite`] puts the stream back together. Bytes the
+    /// `AsyncRead` implementation buffered go to the read half.
     ///
     /// # Example
     /// ```
@@ -727,16 +622,16 @@ impl TcpStream {
     /// # Ok::<(), std::io::Error>(())
     /// ```
     pub fn into_split(self) -> (OwnedReadHalf, OwnedWriteHalf) {
+        let (read, write) = self.compat.into_halves();
         (
-            OwnedReadHalf {
-                sock: self.sock.clone(),
-                compat: Compat::new(),
-            },
-            OwnedWriteHalf {
-                sock: self.sock,
-                compat: Compat::new(),
-            },
+            OwnedReadHalf::new(self.sock.clone(), read),
+            OwnedWriteHalf::new(self.sock, write),
         )
+    }
+
+    /// A stream from the parts of its owned halves ([`OwnedReadHalf::reunite`]).
+    pub(super) fn from_parts(sock: Arc<Socket>, compat: Compat) -> TcpStream {
+        TcpStream { compat, sock }
     }
 }
 
@@ -753,165 +648,5 @@ impl fmt::Debug for TcpStream {
         f.debug_struct("TcpStream")
             .field("fd", &self.sock.raw())
             .finish()
-    }
-}
-
-/// The read half of a [`TcpStream`]; see [`TcpStream::into_split`].
-///
-/// # Example
-/// ```
-/// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// # rt.block_on(async {
-/// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
-/// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
-/// # let (peer, _) = l.accept().await?;
-/// # peer.write_all_owned("abc").await.0?;
-/// let (read, _write) = s.into_split();
-/// let (n, buf) = read.read_owned(Vec::with_capacity(8)).await;
-/// assert_eq!(&buf[..n?], b"abc");
-/// # Ok::<(), std::io::Error>(()) })?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub struct OwnedReadHalf {
-    /// Declared before `sock`: a wait the adapters keep in flight is
-    /// cancelled before the descriptor can close.
-    compat: Compat,
-    sock: Arc<Socket>,
-}
-
-impl OwnedReadHalf {
-    /// As [`TcpStream::read_owned`].
-    ///
-    /// # Example
-    /// See [`OwnedReadHalf`].
-    /// ```
-    /// async fn f(r: &fairlane::net::tcp::OwnedReadHalf) { let _ = r.read_owned(vec![0u8; 8]).await; }
-    /// ```
-    pub async fn read_owned<B: IoBufMut>(&self, buf: B) -> (io::Result<usize>, B) {
-        self.sock.recv(buf).await
-    }
-
-    /// As [`TcpStream::readable`].
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(r: &fairlane::net::tcp::OwnedReadHalf) -> std::io::Result<()> { r.readable().await }
-    /// ```
-    pub async fn readable(&self) -> io::Result<()> {
-        self.sock.readable().await
-    }
-
-    /// As [`TcpStream::try_read`].
-    ///
-    /// # Example
-    /// ```
-    /// fn f(r: &fairlane::net::tcp::OwnedReadHalf) -> std::io::Result<usize> { r.try_read(&mut [0u8; 8]) }
-    /// ```
-    pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.sock.try_recv(buf)
-    }
-
-    /// As [`TcpStream::peer_addr`].
-    ///
-    /// # Example
-    /// ```
-    /// fn f(r: &fairlane::net::tcp::OwnedReadHalf) -> std::io::Result<std::net::SocketAddr> { r.peer_addr() }
-    /// ```
-    pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        with_std(self.sock.raw(), std::net::TcpStream::peer_addr)
-    }
-}
-
-/// The write half of a [`TcpStream`]; dropping it shuts down the write
-/// side (the peer reads end-of-stream). See [`TcpStream::into_split`].
-///
-/// # Example
-/// ```
-/// # let rt = fairlane::Runtime::builder().processors(1).build()?;
-/// # rt.block_on(async {
-/// # let l = fairlane::net::TcpListener::bind("127.0.0.1:0").await?;
-/// # let s = fairlane::net::TcpStream::connect(l.local_addr()?).await?;
-/// # let (peer, _) = l.accept().await?;
-/// let (_read, write) = s.into_split();
-/// write.write_all_owned("abc").await.0?;
-/// drop(write);
-/// let (n, buf) = peer.read_owned(Vec::with_capacity(8)).await;
-/// assert_eq!(&buf[..n?], b"abc");
-/// assert_eq!(peer.read_owned(Vec::with_capacity(8)).await.0?, 0);
-/// # Ok::<(), std::io::Error>(()) })?;
-/// # Ok::<(), std::io::Error>(())
-/// ```
-pub struct OwnedWriteHalf {
-    /// Declared before `sock`: a wait the adapters keep in flight is
-    /// cancelled before the descriptor can close.
-    compat: Compat,
-    sock: Arc<Socket>,
-}
-
-impl OwnedWriteHalf {
-    /// As [`TcpStream::write_owned`].
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write_owned("x").await; }
-    /// ```
-    pub async fn write_owned<B: IoBuf>(&self, buf: B) -> (io::Result<usize>, B) {
-        self.sock.send(buf, 0).await
-    }
-
-    /// As [`TcpStream::writable`].
-    ///
-    /// # Example
-    /// ```
-    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) -> std::io::Result<()> { w.writable().await }
-    /// ```
-    pub async fn writable(&self) -> io::Result<()> {
-        self.sock.writable().await
-    }
-
-    /// As [`TcpStream::try_write`].
-    ///
-    /// # Example
-    /// ```
-    /// fn f(w: &fairlane::net::tcp::OwnedWriteHalf) -> std::io::Result<usize> { w.try_write(b"x") }
-    /// ```
-    pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.sock.try_send(buf)
-    }
-
-    /// As [`TcpStream::write_all_owned`].
-    ///
-    /// # Example
-    /// See [`OwnedWriteHalf`].
-    /// ```
-    /// async fn f(w: &fairlane::net::tcp::OwnedWriteHalf) { let _ = w.write_all_owned("x").await; }
-    /// ```
-    pub async fn write_all_owned<B: IoBuf>(&self, buf: B) -> (io::Result<()>, B) {
-        self.sock.send_all(buf).await
-    }
-}
-
-impl_async_read!(OwnedReadHalf);
-impl_async_write!(OwnedWriteHalf);
-
-impl fmt::Debug for OwnedReadHalf {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedReadHalf")
-            .field("fd", &self.sock.raw())
-            .finish()
-    }
-}
-
-impl fmt::Debug for OwnedWriteHalf {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OwnedWriteHalf")
-            .field("fd", &self.sock.raw())
-            .finish()
-    }
-}
-
-impl Drop for OwnedWriteHalf {
-    fn drop(&mut self) {
-        let _ = self.sock.shutdown(Shutdown::Write);
     }
 }
