@@ -152,7 +152,7 @@ impl Sender {
     /// fn f(tx: &fairlane::net::unix::pipe::Sender) -> std::io::Result<usize> { tx.try_write(b"x") }
     /// ```
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.fd.get_ref().write(buf)
+        self.fd.try_io(Interest::WRITABLE, |mut file| file.write(buf))
     }
 
     /// As [`try_write`](Self::try_write), from several buffers in order.
@@ -164,12 +164,13 @@ impl Sender {
     /// }
     /// ```
     pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.fd.get_ref().write_vectored(bufs)
+        self.fd.try_io(Interest::WRITABLE, |mut file| file.write_vectored(bufs))
     }
 
     /// Runs the non-blocking I/O `f` on the pipe (through its descriptor)
-    /// without waiting; its result, `WouldBlock` included. No readiness is
-    /// cached, so `f` always runs.
+    /// without waiting; its result, `WouldBlock` included. Readiness is
+    /// kept (see [`AsyncFd`](crate::io::unix::AsyncFd)): `f` runs only when
+    /// the pipe is ready, and a `WouldBlock` it returns clears that.
     ///
     /// # Example
     /// ```
