@@ -159,7 +159,8 @@ impl Receiver {
     /// fn f(rx: &fairlane::net::unix::pipe::Receiver) -> std::io::Result<usize> { rx.try_read(&mut [0u8; 64]) }
     /// ```
     pub fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
-        self.fd.try_io(Interest::READABLE, |mut file| file.read(buf))
+        self.fd
+            .try_io(Interest::READABLE, |mut file| file.read(buf))
     }
 
     /// As [`try_read`](Self::try_read), into several buffers in order.
@@ -172,7 +173,8 @@ impl Receiver {
     /// }
     /// ```
     pub fn try_read_vectored(&self, bufs: &mut [io::IoSliceMut<'_>]) -> io::Result<usize> {
-        self.fd.try_io(Interest::READABLE, |mut file| file.read_vectored(bufs))
+        self.fd
+            .try_io(Interest::READABLE, |mut file| file.read_vectored(bufs))
     }
 
     /// Runs the non-blocking I/O `f` on the pipe (through its descriptor)

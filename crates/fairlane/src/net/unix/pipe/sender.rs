@@ -152,7 +152,8 @@ impl Sender {
     /// fn f(tx: &fairlane::net::unix::pipe::Sender) -> std::io::Result<usize> { tx.try_write(b"x") }
     /// ```
     pub fn try_write(&self, buf: &[u8]) -> io::Result<usize> {
-        self.fd.try_io(Interest::WRITABLE, |mut file| file.write(buf))
+        self.fd
+            .try_io(Interest::WRITABLE, |mut file| file.write(buf))
     }
 
     /// As [`try_write`](Self::try_write), from several buffers in order.
@@ -164,7 +165,8 @@ impl Sender {
     /// }
     /// ```
     pub fn try_write_vectored(&self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
-        self.fd.try_io(Interest::WRITABLE, |mut file| file.write_vectored(bufs))
+        self.fd
+            .try_io(Interest::WRITABLE, |mut file| file.write_vectored(bufs))
     }
 
     /// Runs the non-blocking I/O `f` on the pipe (through its descriptor)
