@@ -173,3 +173,29 @@ fn take_value_after_a_poll_takes_what_the_scope_holds_between_polls() {
         assert!(fut.await.is_err());
     });
 }
+
+/// The panics of `with`, `get` and `sync_scope` point at the caller.
+#[test]
+fn misuse_panics_at_the_callers_line() {
+    fairlane::task_local! { static KEY: u32; }
+    // The hook is the process's: only this thread's panics are recorded
+    // (other tests panic on purpose meanwhile).
+    let me = std::thread::current().id();
+    let locations = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = locations.clone();
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().id() == me {
+            let file = info.location().map(|l| l.file().to_string());
+            seen.lock().unwrap().push(file);
+        }
+    }));
+    let outside = std::panic::catch_unwind(|| KEY.get());
+    let nested = std::panic::catch_unwind(|| {
+        KEY.sync_scope(1, || KEY.with(|_| KEY.sync_scope(2, || {})));
+    });
+    std::panic::set_hook(previous);
+    assert!(outside.is_err() && nested.is_err());
+    let here = Some(file!().to_string());
+    assert_eq!(*locations.lock().unwrap(), vec![here.clone(), here]);
+}

@@ -46,6 +46,7 @@
 //! ```
 
 mod addr;
+mod buf_reads;
 mod into_std;
 pub(crate) mod socket;
 mod stream;
@@ -61,6 +62,7 @@ mod unix_datagram;
 mod unix_datagram_poll;
 mod unix_socket;
 mod unwind_safe;
+mod user_io;
 
 pub use self::addr::{lookup_host, ToSocketAddrs};
 pub use self::into_std::IntoStdError;

@@ -167,10 +167,13 @@ impl fmt::Display for JoinError {
 
 impl fmt::Debug for JoinError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // tokio's shape: the task's id, then the message of a string payload.
         match (&self.repr, self.panic_message()) {
-            (Repr::Cancelled, _) => f.write_str("JoinError::Cancelled"),
-            (Repr::Panic(..), Some(msg)) => write!(f, "JoinError::Panic({msg:?})"),
-            (Repr::Panic(..), None) => f.write_str("JoinError::Panic(..)"),
+            (Repr::Cancelled, _) => write!(f, "JoinError::Cancelled({:?})", self.id),
+            (Repr::Panic(..), Some(msg)) => {
+                write!(f, "JoinError::Panic({:?}, {msg:?}, ...)", self.id)
+            }
+            (Repr::Panic(..), None) => write!(f, "JoinError::Panic({:?}, ...)", self.id),
         }
     }
 }

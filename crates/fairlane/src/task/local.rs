@@ -89,6 +89,7 @@ enum ScopeError {
 }
 
 impl ScopeError {
+    #[track_caller]
     fn panic(self) -> ! {
         match self {
             ScopeError::Borrowed => panic!(
@@ -148,9 +149,13 @@ impl<T: 'static> LocalKey<T> {
     /// fairlane::task_local! { static N: u8; }
     /// assert_eq!(N.sync_scope(3, || N.get() * 2), 6);
     /// ```
+    #[track_caller]
     pub fn sync_scope<F: FnOnce() -> R, R>(&'static self, value: T, f: F) -> R {
         let mut slot = Some(value);
-        self.scope_inner(&mut slot, f).unwrap_or_else(|e| e.panic())
+        match self.scope_inner(&mut slot, f) {
+            Ok(result) => result,
+            Err(e) => e.panic(),
+        }
     }
 
     /// Swaps `slot` into the key, runs `f`, and swaps it back out (also
@@ -199,6 +204,7 @@ impl<T: 'static> LocalKey<T> {
     /// fairlane::task_local! { static WORDS: Vec<&'static str>; }
     /// WORDS.sync_scope(vec!["a", "b"], || assert_eq!(WORDS.with(|w| w.len()), 2));
     /// ```
+    #[track_caller]
     pub fn with<F: FnOnce(&T) -> R, R>(&'static self, f: F) -> R {
         match self.try_with(f) {
             Ok(result) => result,
@@ -240,6 +246,7 @@ impl<T: 'static> LocalKey<T> {
     /// fairlane::task_local! { static LIMIT: usize; }
     /// assert_eq!(LIMIT.sync_scope(10, || LIMIT.get()), 10);
     /// ```
+    #[track_caller]
     pub fn get(&'static self) -> T
     where
         T: Clone,

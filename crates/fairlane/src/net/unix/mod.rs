@@ -7,10 +7,12 @@ mod owned_split;
 pub mod pipe;
 mod split;
 mod stream;
+mod ucred;
 
 pub use self::listener::UnixListener;
 pub use self::owned_split::{OwnedReadHalf, OwnedWriteHalf, ReuniteError};
 pub use self::split::{ReadHalf, WriteHalf};
 pub use self::stream::UnixStream;
+pub use self::ucred::UCred;
 /// A Unix-domain socket address (std's type).
 pub use std::os::unix::net::SocketAddr;
