@@ -42,7 +42,7 @@ fn try_read_buf_fills_and_advances_a_buf_mut() {
             assert_eq!(buf, b"hello");
             // A `BytesMut` too, and on a Unix stream.
             let (a, mut b) = UnixStream::pair().unwrap();
-            let mut std_b = std::os::unix::net::UnixStream::from(b.into_std().unwrap());
+            let mut std_b = b.into_std().unwrap();
             std_b.write_all(b"xy").unwrap();
             a.readable().await.unwrap();
             let mut bytes = bytes::BytesMut::with_capacity(8);
