@@ -76,27 +76,7 @@ impl Socket {
     /// return, left in place. Bytes (or the end of the stream, or an
     /// error) that dropped reads left come first, as for reads.
     pub(crate) fn try_peek(&self, out: &mut [u8]) -> io::Result<usize> {
-        if out.is_empty() {
-            return Ok(0);
-        }
-        if let Some(e) = self.carried_reads_unknown() {
-            return Err(e);
-        }
-        if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
-            // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
-            if let Some(got) = unsafe { carry.peek_bytes(out.as_mut_ptr(), out.len()) } {
-                return got;
-            }
-        }
-        // SAFETY: `out` is a live, writable slice.
-        cvt_size(unsafe {
-            libc::recv(
-                self.raw(),
-                out.as_mut_ptr().cast(),
-                out.len(),
-                libc::MSG_PEEK | libc::MSG_DONTWAIT,
-            )
-        })
+        self.try_recv_with(out, true)
     }
 
     /// Waits until the stream has something to read and peeks at it (see

@@ -218,6 +218,12 @@ impl Socket {
     /// Stream read into `out` without waiting: bytes (or the end of the
     /// stream, or an error) that dropped reads left come first.
     pub(crate) fn try_recv(&self, out: &mut [u8]) -> io::Result<usize> {
+        self.try_recv_with(out, false)
+    }
+
+    /// [`try_recv`](Self::try_recv), or with `peek` a look that leaves what
+    /// it reports in place (in the carry and in the kernel).
+    pub(super) fn try_recv_with(&self, out: &mut [u8], peek: bool) -> io::Result<usize> {
         if out.is_empty() {
             return Ok(0); // as in `recv`
         }
@@ -225,20 +231,26 @@ impl Socket {
             return Err(e);
         }
         if let Some(carry) = self.carry.as_ref().filter(|c| c.is_busy()) {
-            // SAFETY: `out` is a live, writable slice of `out.len()` bytes.
-            if let Some(got) = unsafe { carry.take_bytes(out.as_mut_ptr(), out.len()) } {
+            let (ptr, len) = (out.as_mut_ptr(), out.len());
+            // SAFETY: `out` is a live, writable slice of `len` bytes at `ptr`.
+            let got = unsafe {
+                if peek {
+                    carry.peek_bytes(ptr, len)
+                } else {
+                    carry.take_bytes(ptr, len)
+                }
+            };
+            if let Some(got) = got {
                 return got;
             }
         }
+        let flags = if peek {
+            libc::MSG_PEEK | libc::MSG_DONTWAIT
+        } else {
+            libc::MSG_DONTWAIT
+        };
         // SAFETY: `out` is a live, writable slice.
-        cvt_size(unsafe {
-            libc::recv(
-                self.raw(),
-                out.as_mut_ptr().cast(),
-                out.len(),
-                libc::MSG_DONTWAIT,
-            )
-        })
+        cvt_size(unsafe { libc::recv(self.raw(), out.as_mut_ptr().cast(), out.len(), flags) })
     }
 
     /// Stream write from `data` without waiting; `WouldBlock` while dropped
